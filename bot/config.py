@@ -1,0 +1,84 @@
+"""One settings object built from the environment and passed in; nothing reads os.environ elsewhere."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class SnapshotBounds(BaseSettings):
+    """Hard caps on one diagnostic snapshot: time, items and bytes."""
+
+    model_config = SettingsConfigDict(env_prefix="TRIAGE_SNAPSHOT_", extra="ignore")
+
+    deadline_seconds: float = Field(default=20.0, gt=0, le=600)
+    call_timeout_seconds: float = Field(default=5.0, gt=0, le=120)
+    max_items_per_list: int = Field(default=500, ge=1, le=100_000)
+    page_size: int = Field(default=250, ge=1, le=5_000)
+    max_log_bytes_per_container: int = Field(default=16_384, ge=256, le=10_000_000)
+    max_log_lines_per_container: int = Field(default=200, ge=1, le=100_000)
+    max_total_evidence_bytes: int = Field(default=262_144, ge=1_024, le=100_000_000)
+    max_concurrency: int = Field(default=8, ge=1, le=64)
+
+
+class Settings(BaseSettings):
+    """Everything the bot needs, from the environment (and an optional .env file)."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True
+    )
+
+    # Slack
+    slack_bot_token: str | None = Field(default=None, alias="SLACK_BOT_TOKEN")
+    slack_signing_secret: str | None = Field(default=None, alias="SLACK_SIGNING_SECRET")
+    slack_app_token: str | None = Field(default=None, alias="SLACK_APP_TOKEN")
+    slack_api_url: str = Field(default="https://slack.com/api/", alias="SLACK_API_URL")
+    slack_admin_user_ids: str = Field(default="", alias="TRIAGE_ADMIN_USER_IDS")
+    slack_snapshot_allowed_user_ids: str = Field(default="", alias="TRIAGE_SNAPSHOT_ALLOWED_USER_IDS")
+
+    # Storage
+    database_url: str = Field(default="sqlite:///./triage.db", alias="DATABASE_URL")
+
+    # Server
+    port: int = Field(default=3000, alias="PORT")
+    instance_id: str = Field(default="", alias="TRIAGE_INSTANCE_ID")
+
+    # Kubernetes
+    kubeconfig: Path | None = Field(default=None, alias="KUBECONFIG")
+    kube_context: str | None = Field(default=None, alias="TRIAGE_KUBE_CONTEXT")
+    in_cluster: bool = Field(default=False, alias="TRIAGE_IN_CLUSTER")
+
+    # Slurm
+    slurm_backend: str = Field(default="cli", alias="TRIAGE_SLURM_BACKEND")  # cli | rest | off
+    slurm_rest_url: str | None = Field(default=None, alias="TRIAGE_SLURMRESTD_URL")
+    slurm_rest_token: str | None = Field(default=None, alias="SLURM_JWT")
+    slurm_rest_user: str | None = Field(default=None, alias="TRIAGE_SLURMRESTD_USER")
+
+    # GPU and fabric probes (off unless an operator turns them on)
+    prometheus_url: str | None = Field(default=None, alias="TRIAGE_PROMETHEUS_URL")
+    node_probe_runner: str = Field(default="off", alias="TRIAGE_NODE_PROBE_RUNNER")  # off | k8s-debug | srun
+
+    # Scheduling
+    scheduler_enabled: bool = Field(default=True, alias="TRIAGE_SCHEDULER_ENABLED")
+    scheduler_poll_seconds: float = Field(default=5.0, gt=0, alias="TRIAGE_SCHEDULER_POLL_SECONDS")
+
+    bounds: SnapshotBounds = Field(default_factory=SnapshotBounds)
+
+    @property
+    def admin_user_ids(self) -> frozenset[str]:
+        """Slack user ids allowed to act as commander on any incident."""
+        return frozenset(item.strip() for item in self.slack_admin_user_ids.split(",") if item.strip())
+
+    @property
+    def snapshot_allowed_user_ids(self) -> frozenset[str]:
+        """Empty means everyone may run snapshots."""
+        return frozenset(
+            item.strip() for item in self.slack_snapshot_allowed_user_ids.split(",") if item.strip()
+        )
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build settings from the environment, with explicit overrides (tests, CLI flags)."""
+    return Settings(**overrides)  # type: ignore[arg-type]

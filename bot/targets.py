@@ -1,0 +1,132 @@
+"""Parse and validate the `<id>` of `/triage job <id>` before anything touches a cluster."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+
+# DNS-1123 label (namespaces) and subdomain (object names), as the API server enforces them.
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_SLURM_JOB_ID = re.compile(r"[1-9][0-9]{0,9}(_[0-9]{1,6})?")
+MAX_ID_LENGTH = 300
+
+ACCEPTED_FORMS = (
+    "`namespace/name` (Kubernetes), `kind/namespace/name` with kind one of "
+    "job, jobset, pytorchjob, aiperfjob (e.g. `aiperfjob/perf/bench-1`), "
+    "or a Slurm job as a bare number or `slurm:<number>` (e.g. `88123`)"
+)
+
+
+class Platform(enum.StrEnum):
+    """Which kind of cluster a target lives on."""
+
+    KUBERNETES = "kubernetes"
+    SLURM = "slurm"
+
+
+class WorkloadKind(enum.StrEnum):
+    """Kubernetes workload kinds we look up, in the order `namespace/name` tries them."""
+
+    JOB = "job"
+    JOBSET = "jobset"
+    PYTORCHJOB = "pytorchjob"
+    AIPERFJOB = "aiperfjob"
+
+
+class InvalidTarget(ValueError):
+    """The id is not one of the accepted forms; the message says what to type instead."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Target:
+    """A validated workload reference."""
+
+    platform: Platform
+    name: str
+    namespace: str | None = None
+    kind: WorkloadKind | None = None
+
+    @property
+    def key(self) -> str:
+        """Canonical form used to find the open incident for this workload."""
+        if self.platform is Platform.SLURM:
+            return f"slurm:{self.name}"
+        prefix = f"{self.kind.value}/" if self.kind else ""
+        return f"{prefix}{self.namespace}/{self.name}"
+
+    @property
+    def workload_key(self) -> str:
+        """Kind-independent key: `ns/name` and `job/ns/name` are the same workload for dedup."""
+        if self.platform is Platform.SLURM:
+            return f"slurm:{self.name}"
+        return f"{self.namespace}/{self.name}"
+
+    def __str__(self) -> str:
+        return self.key
+
+
+def _check_namespace(value: str, *, raw: str) -> str:
+    if not _DNS1123_LABEL.fullmatch(value):
+        raise InvalidTarget(
+            f"`{_shown(raw)}` has an invalid namespace `{_shown(value)}`: namespaces are lowercase "
+            f"letters, digits and '-', at most 63 characters. Accepted forms: {ACCEPTED_FORMS}."
+        )
+    return value
+
+
+def _check_name(value: str, *, raw: str) -> str:
+    if len(value) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(value):
+        raise InvalidTarget(
+            f"`{_shown(raw)}` has an invalid name `{_shown(value)}`: names are lowercase letters, digits, "
+            f"'-' and '.', at most 253 characters. Accepted forms: {ACCEPTED_FORMS}."
+        )
+    return value
+
+
+def _shown(value: str) -> str:
+    """Echo user input safely: printable ASCII only, bounded length."""
+    cleaned = "".join(ch if 32 <= ord(ch) < 127 and ch != "`" else "?" for ch in value)
+    return cleaned if len(cleaned) <= 60 else cleaned[:57] + "..."
+
+
+def parse_target(raw: str) -> Target:
+    """Validate one id and say which platform and kind it names; raise InvalidTarget otherwise."""
+    text = raw.strip()
+    if not text:
+        raise InvalidTarget(f"Missing job id. Accepted forms: {ACCEPTED_FORMS}.")
+    if len(text) > MAX_ID_LENGTH:
+        raise InvalidTarget(f"That id is {len(text)} characters long; ids are at most {MAX_ID_LENGTH}.")
+    lowered = text.lower()
+    if lowered.startswith("slurm:") or text.isascii() and text[:1].isdigit():
+        number = text.split(":", 1)[1] if lowered.startswith("slurm:") else text
+        if not number.isascii() or not _SLURM_JOB_ID.fullmatch(number):
+            raise InvalidTarget(
+                f"`{_shown(text)}` is not a Slurm job id: use digits, optionally `_<array index>` "
+                f"(e.g. `88123` or `slurm:88123_4`). Accepted forms: {ACCEPTED_FORMS}."
+            )
+        return Target(platform=Platform.SLURM, name=number)
+    parts = text.split("/")
+    if len(parts) == 2:
+        namespace, name = parts
+        return Target(
+            platform=Platform.KUBERNETES,
+            namespace=_check_namespace(namespace, raw=text),
+            name=_check_name(name, raw=text),
+        )
+    if len(parts) == 3:
+        kind_text, namespace, name = parts
+        try:
+            kind = WorkloadKind(kind_text.lower())
+        except ValueError:
+            raise InvalidTarget(
+                f"`{_shown(kind_text)}` is not a workload kind we triage. Accepted forms: {ACCEPTED_FORMS}."
+            ) from None
+        return Target(
+            platform=Platform.KUBERNETES,
+            kind=kind,
+            namespace=_check_namespace(namespace, raw=text),
+            name=_check_name(name, raw=text),
+        )
+    raise InvalidTarget(f"`{_shown(text)}` is not a job id we understand. Accepted forms: {ACCEPTED_FORMS}.")

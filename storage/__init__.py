@@ -1,0 +1,1 @@
+"""Persistence: engine, SQLModel tables, repositories, migrations. Imports nothing of ours."""

@@ -1,0 +1,1 @@
+"""Jinja2 text templates (handoff, postmortem, message snippets); a package so they ship in the wheel."""
