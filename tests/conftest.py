@@ -1,1 +1,3 @@
-"""Shared fixtures live in tests/support; this file only makes the repository importable."""
+"""Fixtures shared across areas; each area's helpers live in tests/support/<topic>.py."""
+
+pytest_plugins = ["tests.support.postgres"]
