@@ -39,9 +39,13 @@ SHOWN_METHODS = {
 _MENTION = re.compile(r"<([@#])([A-Z0-9]+)(?:\|([^>]*))?>")
 
 
+def _mention_name(match: re.Match[str]) -> str:
+    return f"{match.group(1)}{match.group(3) or match.group(2)}"
+
+
 def _readable(raw: str, *, style: str = "") -> Text:
     """Slack mrkdwn as a terminal shows it: mentions as @name, emoji codes as emoji."""
-    plain = _MENTION.sub(lambda match: f"{match.group(1)}{match.group(3) or match.group(2)}", raw)
+    plain = _MENTION.sub(_mention_name, raw)
     text = Text.from_markup(escape(plain), emoji=True)
     if style:
         text.stylize(style)
@@ -116,7 +120,7 @@ def play(*, out_dir: Path, console: Console) -> list[Path]:
                 seen = len(slack.calls)
                 console.print(
                     f"\n[bold yellow]{number}. {step.caption}[/bold yellow]\n   @{step.user_id} types "
-                    f"[bold]/triage {escape(step.text)}[/bold]"
+                    f"[bold]/triage {escape(_MENTION.sub(_mention_name, step.text))}[/bold]"
                 )
                 ack = _send(
                     url=running.url,
