@@ -34,6 +34,7 @@ BASE_ROLES = ("commander", "owner", "scribe", "observer")
 MULTI_HOLDER_ROLES = frozenset({"owner", "observer"})
 MAX_NOTE_CHARS = 3000
 BOT_ACTOR = "triage-bot"
+OPEN_ATTEMPTS = 5
 
 
 class IncidentError(ValueError):
@@ -147,13 +148,13 @@ class IncidentService:
 
     def open_for_target(self, *, target: Target, channel_id: str, opened_by: str) -> OpenResult:
         """Open an incident for the workload, or return the one already open (never two)."""
-        for attempt in range(2):
+        for attempt in range(OPEN_ATTEMPTS):
             try:
                 return self._open_once(target=target, channel_id=channel_id, opened_by=opened_by)
             except IntegrityError:
-                # Another replica (or a Slack retry) opened it between our read and our insert:
-                # the partial unique index refused ours; the next pass finds theirs.
-                if attempt:
+                # Another replica (or a Slack retry) opened this workload, or took the next number,
+                # between our read and our insert; the next pass finds theirs or takes the next one.
+                if attempt == OPEN_ATTEMPTS - 1:
                     raise
         raise AssertionError("unreachable")
 
@@ -163,7 +164,10 @@ class IncidentService:
             if existing is not None:
                 return OpenResult(incident=self._view(session, existing), created=False)
             now = self.clock()
+            number = incident_repo.next_number(session)
             incident = Incident(
+                number=number,
+                key=f"INC-{number:04d}",
                 title=f"{target.key} needs triage",
                 target=target.key,
                 target_platform=target.platform.value,
@@ -176,7 +180,6 @@ class IncidentService:
             )
             session.add(incident)
             session.flush()
-            incident.key = f"INC-{incident.id:04d}"
             self._entry(session, incident, actor=opened_by, kind="opened", text=f"Opened for `{target.key}`")
             self._grant(session, incident, role="commander", user_id=opened_by, actor=opened_by)
             session.flush()
@@ -330,7 +333,7 @@ class IncidentService:
                     "or name one: `/triage <subcommand> INC-0042 ...`."
                 )
             if len(rows) > 1:
-                keys = ", ".join(row.key or "" for row in rows[:10])
+                keys = ", ".join(row.key for row in rows[:10])
                 raise IncidentError(
                     f"This channel has {len(rows)} open incidents ({keys}). Name one, e.g. "
                     f"`/triage status {rows[0].key} mitigated`."
@@ -457,7 +460,7 @@ class IncidentService:
             for item in incident_repo.active_roles(session, incident_id=incident.id)
         )
         return IncidentView(
-            key=incident.key or "",
+            key=incident.key,
             title=incident.title,
             target=incident.target,
             workload_key=incident.workload_key,

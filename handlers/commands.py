@@ -18,7 +18,7 @@ from typing import Any
 
 from slack_bolt import Ack, App, BoltContext, Respond
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.incidents import IncidentError, IncidentView
 from bot.targets import InvalidTarget
@@ -34,6 +34,19 @@ USER_MENTION = re.compile(r"^<@([UW][A-Z0-9]{2,30})(?:\|[^>]*)?>$")
 
 class UsageError(ValueError):
     """The command is malformed; the message says what to type instead."""
+
+
+class SlackFailure(RuntimeError):
+    """Slack failed part-way through a command; the message says what was kept and what to do."""
+
+
+def slack_error_code(error: BaseException) -> str:
+    """Slack's error code (`not_in_channel`), or what went wrong on the way (`timeout`)."""
+    if isinstance(error, SlackApiError):
+        return str(error.response.get("error") or f"HTTP {error.response.status_code}")
+    if isinstance(error, TimeoutError):
+        return "timeout"
+    return type(error).__name__
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -201,23 +214,27 @@ def _execute(
     except (UsageError, IncidentError, InvalidTarget) as error:
         outcome = "user_error"
         _tell(ctx, str(error))
-    except SlackApiError as error:
+    except SlackFailure as error:
         outcome = "slack_error"
-        log.warning(
-            "Slack refused a call during /triage %s: %s", subcommand.name, error.response.get("error")
-        )
+        _tell(ctx, str(error))
+    except (SlackClientError, OSError) as error:
+        outcome = "slack_error"
+        code = slack_error_code(error)
+        log.warning("Slack failed during /triage %s: %s", subcommand.name, code)
         _tell(
             ctx,
-            f"Slack refused part of `/triage {subcommand.name}` ({error.response.get('error')}). "
+            f"Slack did not take part of `/triage {subcommand.name}` ({code}). "
             "What was saved stays saved; run the command again to retry.",
         )
+
     except Exception:
         outcome = "error"
         reference = uuid.uuid4().hex[:8]
         log.exception("/triage %s failed (ref %s)", subcommand.name, reference)
         _tell(
             ctx,
-            f"`/triage {subcommand.name}` failed; nothing was half-saved. Operators can find ref `{reference}` in the logs.",
+            f"`/triage {subcommand.name}` failed; nothing was half-saved. "
+            f"Operators can find ref `{reference}` in the logs.",
         )
     finally:
         services.metrics.count(subcommand=subcommand.name, outcome=outcome)
@@ -229,8 +246,8 @@ def _tell(ctx: CommandContext, text: str) -> None:
     try:
         ctx.reply_ephemeral(text)
         return
-    except SlackApiError as error:
-        log.warning("could not send an ephemeral reply: %s", error.response.get("error"))
+    except (SlackClientError, OSError) as error:
+        log.warning("could not send an ephemeral reply: %s", slack_error_code(error))
     if ctx.respond is None:
         return
     try:

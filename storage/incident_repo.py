@@ -38,6 +38,11 @@ def all_open(session: Session) -> Sequence[Incident]:
     return session.exec(statement).all()
 
 
+def next_number(session: Session) -> int:
+    """The next human incident number (1 for the first)."""
+    return int(session.exec(select(func.max(Incident.number))).one() or 0) + 1
+
+
 def latest(session: Session) -> Incident | None:
     """The most recently opened incident."""
     return session.exec(select(Incident).order_by(Incident.id.desc())).first()  # type: ignore[union-attr]
