@@ -282,7 +282,7 @@ class IncidentService:
             layer = report.verdict.layer.value if report.verdict.layer else None
             session.add(
                 Snapshot(
-                    incident_id=incident.id,
+                    incident_id=_row_id(incident),
                     taken_at=report.taken_at,
                     target=report.target,
                     verdict_layer=layer,
@@ -314,7 +314,9 @@ class IncidentService:
         """Stored snapshot reports (the stable JSON), oldest first."""
         with session_scope(self.engine) as session:
             incident = self._get(session, incident_key)
-            return [dict(row.report) for row in incident_repo.snapshots(session, incident_id=incident.id)]
+            return [
+                dict(row.report) for row in incident_repo.snapshots(session, incident_id=_row_id(incident))
+            ]
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -360,7 +362,9 @@ class IncidentService:
         """The timeline in the order it happened."""
         with session_scope(self.engine) as session:
             incident = self._get(session, incident_key)
-            return [_timeline_item(row) for row in incident_repo.timeline(session, incident_id=incident.id)]
+            return [
+                _timeline_item(row) for row in incident_repo.timeline(session, incident_id=_row_id(incident))
+            ]
 
     # --- exactly-once --------------------------------------------------------------------------
 
@@ -392,7 +396,7 @@ class IncidentService:
         """Command moves only by the current commander's hand (or an admin's, or when nobody holds it)."""
         commanders = [
             item.user_id
-            for item in incident_repo.active_roles(session, incident_id=incident.id)
+            for item in incident_repo.active_roles(session, incident_id=_row_id(incident))
             if item.role == "commander"
         ]
         if commanders and actor not in commanders and actor not in self.admin_user_ids:
@@ -417,13 +421,13 @@ class IncidentService:
         data: dict[str, Any] | None = None,
     ) -> TimelineEntry:
         entry = TimelineEntry(
-            incident_id=incident.id, at=self.clock(), actor=actor, kind=kind, text=text, data=data or {}
+            incident_id=_row_id(incident), at=self.clock(), actor=actor, kind=kind, text=text, data=data or {}
         )
         session.add(entry)
         return entry
 
     def _grant(self, session: Any, incident: Incident, *, role: str, user_id: str, actor: str) -> None:
-        current = incident_repo.active_roles(session, incident_id=incident.id)
+        current = incident_repo.active_roles(session, incident_id=_row_id(incident))
         if any(item.role == role and item.user_id == user_id for item in current):
             raise IncidentError(f"<@{user_id}> is already {role} of {incident.key}.")
         replaced = []
@@ -435,7 +439,7 @@ class IncidentService:
                     replaced.append(item.user_id)
         session.add(
             RoleAssignment(
-                incident_id=incident.id,
+                incident_id=_row_id(incident),
                 role=role,
                 user_id=user_id,
                 assigned_by=actor,
@@ -457,7 +461,7 @@ class IncidentService:
     def _view(session: Any, incident: Incident) -> IncidentView:
         roles = tuple(
             RoleView(role=item.role, user_id=item.user_id)
-            for item in incident_repo.active_roles(session, incident_id=incident.id)
+            for item in incident_repo.active_roles(session, incident_id=_row_id(incident))
         )
         return IncidentView(
             key=incident.key,
@@ -481,3 +485,10 @@ def _timeline_item(entry: TimelineEntry) -> TimelineItem:
     return TimelineItem(
         at=entry.at, actor=entry.actor, kind=entry.kind, text=entry.text, data=dict(entry.data or {})
     )
+
+
+def _row_id(row: Incident) -> int:
+    """The primary key of a row that was flushed (always true inside these methods)."""
+    if row.id is None:
+        raise RuntimeError("incident row was not flushed")
+    return row.id

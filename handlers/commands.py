@@ -21,6 +21,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.incidents import IncidentError, IncidentView
+from bot.report import SnapshotReport
 from bot.targets import InvalidTarget
 from handlers import blocks
 from handlers.services import Services
@@ -92,15 +93,15 @@ class CommandContext:
             kwargs["blocks"] = blocks.validate_blocks(blocks_)
         return str(self.client.chat_postMessage(**kwargs)["ts"])
 
-    def refresh_root(self, incident: IncidentView) -> None:
-        """Re-render the root message after a state change."""
+    def refresh_root(self, incident: IncidentView, *, report: SnapshotReport | None = None) -> None:
+        """Re-render the root message after a state change (with the verdict, right after a snapshot)."""
         if not incident.thread_ts:
             return
         self.client.chat_update(
             channel=incident.channel_id,
             ts=incident.thread_ts,
             text=blocks.incident_root_text(incident=incident),
-            blocks=blocks.validate_blocks(blocks.incident_root(incident=incident)),
+            blocks=blocks.validate_blocks(blocks.incident_root(incident=incident, report=report)),
         )
 
 
@@ -162,7 +163,10 @@ def register(app: App, services: Services) -> None:
             services.metrics.count(subcommand=_name_of(body), outcome="rejected")
         else:
             services.work.begin()
-            ack(text=subcommand.working_text) if subcommand and subcommand.working_text else ack()
+            if subcommand is not None and subcommand.working_text:
+                ack(text=subcommand.working_text)
+            else:
+                ack()
         services.metrics.ack_latency.observe(time.monotonic() - received)
 
     def work_triage(body: dict[str, Any], client: WebClient, respond: Respond) -> None:

@@ -114,12 +114,7 @@ def _post_root_and_snapshot(ctx: CommandContext, incident: IncidentView) -> None
         ),
     )
     incident = services.incidents.get(incident_key=incident.key)
-    ctx.client.chat_update(
-        channel=incident.channel_id,
-        ts=incident.thread_ts,
-        text=blocks.incident_root_text(incident=incident),
-        blocks=blocks.validate_blocks(blocks.incident_root(incident=incident, report=report)),
-    )
+    ctx.refresh_root(incident, report=report)
 
 
 def _slack_trouble(ctx: CommandContext, *, incident_key: str, error: Exception) -> str:
@@ -151,6 +146,8 @@ def _being_opened(services: Services, incident: IncidentView) -> bool:
 
 
 def _permalink(client: WebClient, incident: IncidentView) -> str | None:
+    if not incident.thread_ts:
+        return None
     try:
         return str(
             client.chat_getPermalink(channel=incident.channel_id, message_ts=incident.thread_ts)["permalink"]

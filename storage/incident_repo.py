@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, func
-from sqlmodel import Session, select
+from sqlalchemy import CursorResult, delete, func
+from sqlmodel import Session, col, select
 
 from storage.tables_incidents import Incident, ProcessedRequest, RoleAssignment, Snapshot, TimelineEntry
 
@@ -86,5 +87,6 @@ def snapshots(session: Session, *, incident_id: int) -> Sequence[Snapshot]:
 
 def delete_processed_before(session: Session, *, cutoff: datetime) -> int:
     """Drop request fingerprints recorded before `cutoff`; returns how many."""
-    result = session.exec(delete(ProcessedRequest).where(ProcessedRequest.processed_at < cutoff))  # type: ignore[call-overload]
+    statement = delete(ProcessedRequest).where(col(ProcessedRequest.processed_at) < cutoff)
+    result: CursorResult[Any] = session.execute(statement)  # type: ignore[assignment]
     return int(result.rowcount or 0)

@@ -65,7 +65,7 @@ class SlackApiStandIn:
     def base_url(self) -> str:
         """What to pass as `base_url` (trailing slash included, as slack_sdk expects)."""
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/api/"
+        return f"http://{host!s}:{port}/api/" if isinstance(host, str) else f"http://127.0.0.1:{port}/api/"
 
     def start(self) -> Self:
         """Serve in a daemon thread."""

@@ -8,7 +8,7 @@ Create Date: 2026-11-29 22:08:13.886414
 from __future__ import annotations
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 import storage.types
