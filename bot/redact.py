@@ -14,6 +14,7 @@ Every function is pure and idempotent: redacting twice gives the same text as re
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -31,17 +32,23 @@ _PEM_PRIVATE_KEY = re.compile(
     re.DOTALL,
 )
 _SHAPED_SECRETS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"x(?:ox[abposre]|app)-[A-Za-z0-9-]{8,}"),  # Slack bot/user/app/refresh tokens
+    re.compile(
+        r"(?<![A-Za-z0-9-])x(?:ox[abposre]|app)-[A-Za-z0-9-]{8,}"
+    ),  # Slack bot/user/app/refresh tokens
     re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+"),
     re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}"),  # GitHub tokens
-    re.compile(r"github_pat_[A-Za-z0-9_]{40,}"),  # GitHub fine-grained tokens
-    re.compile(r"glpat-[A-Za-z0-9_-]{20,}"),  # GitLab tokens
+    re.compile(r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{40,}"),  # GitHub fine-grained tokens
+    re.compile(r"(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20,}"),  # GitLab tokens
     re.compile(r"hf_[A-Za-z0-9]{30,}"),  # Hugging Face tokens
-    re.compile(r"sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"),  # OpenAI / Anthropic style API keys
+    re.compile(
+        r"(?<![A-Za-z0-9_-])sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"
+    ),  # OpenAI / Anthropic style API keys
     re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{16}"),  # AWS key ids
     re.compile(r"AIza[0-9A-Za-z_-]{35}"),  # Google API keys
-    re.compile(r"ya29\.[0-9A-Za-z_-]{20,}"),  # Google OAuth access tokens
-    re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),  # JWTs (Slurm, k8s SA)
+    re.compile(r"(?<![A-Za-z0-9_-])ya29\.[0-9A-Za-z_-]{20,}"),  # Google OAuth access tokens
+    re.compile(
+        r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"
+    ),  # JWTs (Slurm, k8s SA)
 )
 # AWS secret access keys have no prefix: 40 base64 characters; we require mixed case and a digit so
 # git SHAs (lowercase hex) and ordinary words are left alone.
@@ -86,12 +93,23 @@ _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEGMENT_SPLIT = re.compile(r"[^A-Za-z0-9]+")
 
 # `name=value` / `name="value"` (env, query strings, CLI), `name: value` / `"name": "value"` (YAML,
-# JSON, headers, `kubectl describe`), and `--name value` (command lines).
-_NAME = r"(?<![A-Za-z0-9_.-])(-{0,2}[A-Za-z_][A-Za-z0-9_.-]{0,100})"
-_QUOTED = r""""(?:[^"\\\r\n]|\\.)*"|'[^'\r\n]*'"""
-_KEY_EQUALS = re.compile(_NAME + r"""(["']?\s*=\s*)(""" + _QUOTED + r"""|[^\s,;&"'<>{}\[\]()]+)""")
-_KEY_COLON = re.compile(_NAME + r"""(["']?[ \t]*:[ \t]*)(""" + _QUOTED + r"""|[^\s,"'{}\[\]][^\r\n,"'{}]*)""")
-_FLAG_SPACE = re.compile(r"(?<![A-Za-z0-9_.-])(--[A-Za-z_][A-Za-z0-9_.-]{0,100})([ \t]+)([^\s\-][^\s]*)")
+# JSON, headers, `kubectl describe`), and `--name value` (command lines). Only the name and separator
+# are matched by a search; the value is measured afterwards, and only for secret names, so scanning
+# stays linear however hostile the text.
+_NAME = (
+    r"(?<![A-Za-z0-9_.-])"
+    # Cheap pre-filter inside the regex engine: the name must contain a secret-looking word at all.
+    r"(?=-{0,2}[A-Za-z0-9_.-]{0,100}?(?i:secret|pass|pwd|cred|jwt|key|token|auth|cookie|dsn|sig))"
+    r"(-{0,2}[A-Za-z_][A-Za-z0-9_.-]{0,100})"
+)
+# A quoted value ends at its closing quote, or at the end of the line when the evidence cap cut it.
+_QUOTED = r""""(?:[^"\\\r\n]|\\.)*+(?:"|(?=[\r\n])|\Z)|'[^'\r\n]*+(?:'|(?=[\r\n])|\Z)"""
+_KEY_ASSIGN = re.compile(_NAME + r"""(["']?[ \t]*([:=])[ \t]*)""")
+_FLAG_SPACE = re.compile(r"(?<![A-Za-z0-9_.-])(--[A-Za-z_][A-Za-z0-9_.-]{0,100})([ \t]+)(?=[^\s-])")
+_VALUE_AFTER_EQUALS = re.compile(_QUOTED + r"""|[^\s,;&"'<>{}\[\]()]++""")
+_VALUE_AFTER_COLON = re.compile(_QUOTED + r"""|[^\s,"'{}\[\]][^\r\n,"'{}]*+""")
+_VALUE_AFTER_FLAG = re.compile(r"\S++")
+_VALUE_AFTER = {"=": _VALUE_AFTER_EQUALS, ":": _VALUE_AFTER_COLON, "": _VALUE_AFTER_FLAG}
 # Kubernetes env entries: {"name": "DB_PASSWORD", "value": "..."} and its YAML twin.
 _ENV_ENTRY_JSON = re.compile(
     r""""name"\s*:\s*"([A-Za-z_][A-Za-z0-9_.-]{0,100})"\s*,\s*"value"\s*:\s*(""" + _QUOTED + ")"
@@ -107,6 +125,7 @@ def _segments(name: str) -> list[str]:
     return [part.lower() for part in _SEGMENT_SPLIT.split(spaced) if part]
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """Whether a field, flag or variable called `name` probably holds a credential."""
     words = _segments(name)
@@ -142,29 +161,31 @@ def _quoted_like(value: str) -> str:
 
 
 def _redact_by_name(pattern: re.Pattern[str], text: str) -> str:
-    """Replace the values of secret-named keys; after any other key, keep scanning inside its value.
+    """Replace the values of secret-named keys; after any other key, keep scanning right after it.
 
-    A non-secret match gives back its value so `env: DB_PASSWORD=x` or `a=password=x` is still seen;
-    scanning resumes at the value's start, so the loop is linear in the text's length.
+    Resuming after the separator (not after the value) means `env: DB_PASSWORD=x` and
+    `a=password=x` are still seen, and every character is looked at a bounded number of times.
     """
     pieces: list[str] = []
     position = 0
-    while (match := pattern.search(text, position)) is not None:
-        name, value = match.group(1), match.group(3)
-        if is_secret_name(name) and not _is_already_redacted(value) and value not in ('""', "''"):
-            pieces.append(text[position : match.start(3)])
-            pieces.append(_quoted_like(value))
-            position = match.end(3)
-        else:
-            pieces.append(text[position : match.start(3)])
-            position = match.start(3)
+    while (head := pattern.search(text, position)) is not None:
+        separator = head.group(3) if pattern.groups >= 3 else ""
+        value = _VALUE_AFTER[separator].match(text, head.end()) if is_secret_name(head.group(1)) else None
+        pieces.append(text[position : head.end()])
+        position = head.end()
+        if value is None or not value.group(0):
+            continue
+        if _is_already_redacted(value.group(0)) or value.group(0) in ('""', "''"):
+            continue
+        pieces.append(_quoted_like(value.group(0)))
+        position = value.end()
     pieces.append(text[position:])
     return "".join(pieces)
 
 
 def _redact_names(text: str) -> str:
-    """The name rules alone, in order: `name=value`, then `name: value`, then `--name value`."""
-    for pattern in (_KEY_EQUALS, _KEY_COLON, _FLAG_SPACE):
+    """The name rules alone: `name=value` and `name: value`, then `--name value`."""
+    for pattern in (_KEY_ASSIGN, _FLAG_SPACE):
         text = _redact_by_name(pattern, text)
     return text
 
@@ -198,20 +219,45 @@ def _replace_authorization(match: re.Match[str]) -> str:
     return f"{match.group(1)}{scheme}{REDACTED}"
 
 
+# Literal hints: a pattern only runs when its hint occurs in the text (a C-speed substring test),
+# so clean evidence pays for a handful of `in` checks instead of a dozen regex scans.
+_SHAPED_HINTS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
+    zip(
+        (
+            ("xox", "xapp-"), ("hooks.slack.com",), ("hp_", "ho_", "hu_", "hs_", "hr_"), ("github_pat_",),
+            ("glpat-",), ("hf_",), ("sk-",), ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA",
+            "ANVA", "AROA", "APKA"), ("AIza",), ("ya29.",), ("eyJ",),
+        ),
+        _SHAPED_SECRETS,
+        strict=True,
+    )
+)  # fmt: skip
+_NAME_HINTS = ("secret", "pass", "pwd", "cred", "jwt", "key", "token", "auth", "cookie", "dsn", "sig")
+
+
 def redact_text(text: str) -> str:
     """Free text (log lines, command output, JSON, YAML) with every recognised secret replaced."""
     if not text:
         return text
-    out = _PEM_PRIVATE_KEY.sub(REDACTED, text) if "PRIVATE KEY" in text else text
-    out = _AUTHORIZATION.sub(_replace_authorization, out)
-    out = _COOKIE.sub(lambda m: f"{m.group(1)}{REDACTED}", out)
-    out = _BARE_BEARER.sub(_replace_bare_bearer, out)
-    out = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(3)}", out)
-    for pattern in _SHAPED_SECRETS:
-        out = pattern.sub(REDACTED, out)
-    out = _ENV_ENTRY_JSON.sub(_replace_env_entry, out)
-    out = _ENV_ENTRY_YAML.sub(_replace_env_entry, out)
-    out = _redact_names(out)
+    lowered = text.lower()
+    out = _PEM_PRIVATE_KEY.sub(REDACTED, text) if "private key" in lowered else text
+    if "authorization" in lowered:
+        out = _AUTHORIZATION.sub(_replace_authorization, out)
+    if "cookie" in lowered:
+        out = _COOKIE.sub(lambda m: f"{m.group(1)}{REDACTED}", out)
+    if "bearer" in lowered:
+        out = _BARE_BEARER.sub(_replace_bare_bearer, out)
+    if "://" in out:
+        out = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(3)}", out)
+    for hints, pattern in _SHAPED_HINTS:
+        if any(hint in out for hint in hints):
+            out = pattern.sub(REDACTED, out)
+    if any(hint in lowered for hint in _NAME_HINTS):
+        if '"name"' in out:
+            out = _ENV_ENTRY_JSON.sub(_replace_env_entry, out)
+        if "name:" in out:
+            out = _ENV_ENTRY_YAML.sub(_replace_env_entry, out)
+        out = _redact_names(out)
     return _BARE_AWS_SECRET.sub(_replace_bare_aws_secret, out)
 
 
