@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from bot import findings
+from bot import findings, redact
 from bot.config import Settings
 from bot.report import Diagnoser, SnapshotReport
 from bot.targets import Target, parse_target
@@ -263,13 +263,14 @@ class IncidentService:
         if self.diagnoser is None:
             raise IncidentError("No diagnoser is configured, so no snapshot can be taken.")
         incident = self.get(incident_key=incident_key)
-        report = self.diagnoser(target=parse_target(incident.target), settings=settings)
+        # Redacted before it is stored or posted: the caller posts exactly what we return.
+        report = redact.redact_report(self.diagnoser(target=parse_target(incident.target), settings=settings))
         self.record_snapshot(incident_key=incident_key, report=report, actor=actor)
         return report
 
     def record_snapshot(self, *, incident_key: str, report: SnapshotReport, actor: str = BOT_ACTOR) -> None:
         """Store the report JSON (observations included), its verdict and a timeline entry."""
-        payload = report.to_dict(include_observations=True)
+        payload = redact.redact_report(report).to_dict(include_observations=True)
         with session_scope(self.engine) as session:
             incident = self._get(session, incident_key)
             layer = report.verdict.layer.value if report.verdict.layer else None
