@@ -115,7 +115,11 @@ def _serve(*, port: int | None, host: str, migrate: bool) -> None:
     diagnoser = _production_diagnoser()
     services = Services(
         settings=settings,
-        incidents=IncidentService(engine=db.make_engine(url=settings.database_url), diagnoser=diagnoser),
+        incidents=IncidentService(
+            engine=db.make_engine(url=settings.database_url),
+            diagnoser=diagnoser,
+            admin_user_ids=settings.admin_user_ids,
+        ),
         diagnoser=diagnoser,
     )
     try:
