@@ -12,6 +12,7 @@ import hashlib
 import logging
 import re
 import time
+import urllib.error
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -48,6 +49,8 @@ class CommandContext:
     rest: str
     trigger_id: str = ""
     respond: Callable[..., Any] | None = None
+    # Incident keys this command saved or touched, so an error reply can say what is safe.
+    touched: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def args(self) -> list[str]:
@@ -73,6 +76,8 @@ class CommandContext:
     ) -> str:
         """A reply in the incident's thread (or the channel, before a root message exists); returns its ts."""
         kwargs: dict[str, Any] = {"channel": incident.channel_id, "text": text}
+        if incident.key not in self.touched:
+            self.touched.append(incident.key)
         if incident.thread_ts:
             kwargs["thread_ts"] = incident.thread_ts
         if blocks_:
@@ -203,24 +208,41 @@ def _execute(
         _tell(ctx, str(error))
     except SlackApiError as error:
         outcome = "slack_error"
-        log.warning(
-            "Slack refused a call during /triage %s: %s", subcommand.name, error.response.get("error")
-        )
-        _tell(
-            ctx,
-            f"Slack refused part of `/triage {subcommand.name}` ({error.response.get('error')}). "
-            "What was saved stays saved; run the command again to retry.",
-        )
+        code = str(error.response.get("error"))
+        log.warning("Slack refused a call during /triage %s: %s", subcommand.name, code)
+        _tell(ctx, _slack_failure_text(ctx, code=code))
+    except (TimeoutError, ConnectionError, urllib.error.URLError) as error:
+        outcome = "slack_unreachable"
+        log.warning("Slack did not answer during /triage %s: %r", subcommand.name, error)
+        _tell(ctx, _slack_failure_text(ctx, code="no answer in time"))
     except Exception:
         outcome = "error"
         reference = uuid.uuid4().hex[:8]
         log.exception("/triage %s failed (ref %s)", subcommand.name, reference)
+        saved = f"{', '.join(ctx.touched)} is saved" if ctx.touched else "nothing was half-saved"
         _tell(
             ctx,
-            f"`/triage {subcommand.name}` failed; nothing was half-saved. Operators can find ref `{reference}` in the logs.",
+            f"`/triage {subcommand.name}` failed; {saved}. Operators can find ref `{reference}` in the logs.",
         )
     finally:
         services.metrics.count(subcommand=subcommand.name, outcome=outcome)
+
+
+# Slack errors that mean "the bot is not in this conversation": the fix is an invite, not a retry.
+NOT_IN_CHANNEL_ERRORS = frozenset({"not_in_channel", "channel_not_found", "is_archived", "restricted_action"})
+
+
+def _slack_failure_text(ctx: CommandContext, *, code: str) -> str:
+    """What to tell the caller when a Slack call failed: what is saved, and what to do next."""
+    saved = (
+        f"{', '.join(ctx.touched)} is saved" if ctx.touched else "What was saved stays saved"
+    )
+    if code in NOT_IN_CHANNEL_ERRORS:
+        return (
+            f"I can't post in this channel ({code}). Invite me with `/invite @triage-bot` (or run the "
+            f"command in a channel I'm in), then run `/triage {ctx.name}` again. {saved}."
+        )
+    return f"Slack refused part of `/triage {ctx.name}` ({code}). {saved}; run the command again to retry."
 
 
 def _tell(ctx: CommandContext, text: str) -> None:
@@ -231,6 +253,8 @@ def _tell(ctx: CommandContext, text: str) -> None:
         return
     except SlackApiError as error:
         log.warning("could not send an ephemeral reply: %s", error.response.get("error"))
+    except Exception as error:  # noqa: BLE001 (Slack unreachable: fall back to response_url)
+        log.warning("could not send an ephemeral reply: %r", error)
     if ctx.respond is None:
         return
     try:

@@ -35,6 +35,7 @@ def _run_job(ctx: CommandContext) -> None:
         target=target, channel_id=ctx.channel_id, opened_by=ctx.user_id
     )
     incident = result.incident
+    ctx.touched.append(incident.key)
     if not result.created and incident.thread_ts:
         where = _permalink(ctx.client, incident) or f"the thread in <#{incident.channel_id}>"
         ctx.reply_ephemeral(

@@ -8,7 +8,11 @@ from typing import Any
 
 from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
-from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
+from slack_sdk.http_retry.builtin_handlers import (
+    ConnectionErrorRetryHandler,
+    RateLimitErrorRetryHandler,
+    ServerErrorRetryHandler,
+)
 
 from bot.config import Settings
 from handlers import commands, incident_subcommands
@@ -40,6 +44,7 @@ def make_web_client(*, settings: Settings) -> WebClient:
         timeout=10,
         retry_handlers=[
             RateLimitErrorRetryHandler(max_retry_count=2),
+            ServerErrorRetryHandler(max_retry_count=2),  # 500/503: Slack blinked; retry before giving up
             ConnectionErrorRetryHandler(max_retry_count=1),
         ],
     )

@@ -69,6 +69,11 @@ class FaultySlackApi(SlackApiStandIn):
                 )
             )
 
+    def heal(self) -> None:
+        """Forget every scripted fault: Slack is back."""
+        with self._fault_lock:
+            self._faults.clear()
+
     def answer(
         self, *, method: str, params: dict[str, Any], token: str | None
     ) -> tuple[int, dict[str, Any], dict[str, str]]:

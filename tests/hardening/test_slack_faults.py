@@ -124,6 +124,7 @@ def test_slack_down_for_good_keeps_the_incident_and_tells_the_user(bot: BotUnder
     assert incident.thread_ts is None and incident.is_open
     (told,) = _ephemeral_texts(bot.slack)
     assert "INC-0001" in told and "again" in told and "Traceback" not in told
+    bot.slack.heal()
     bot.slack.clear()
     bot.command("job ml/train-7")  # Slack is back: the same incident gets its root message
     assert len(root_messages(bot.slack)) == 1
