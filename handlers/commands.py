@@ -25,6 +25,7 @@ from bot.incidents import IncidentError, IncidentView
 from bot.targets import InvalidTarget
 from handlers import blocks
 from handlers.services import Services
+from storage import db
 
 log = logging.getLogger(__name__)
 
@@ -195,17 +196,26 @@ def _execute(
         trigger_id=str(body.get("trigger_id", "")),
         respond=respond,
     )
-    if not services.incidents.claim_request(
-        fingerprint=request_fingerprint(body), kind=f"command:{subcommand.name}"
-    ):
-        services.metrics.count(subcommand=subcommand.name, outcome="duplicate")
-        return
     outcome = "ok"
     try:
+        if not services.incidents.claim_request(
+            fingerprint=request_fingerprint(body), kind=f"command:{subcommand.name}"
+        ):
+            outcome = "duplicate"
+            return
         subcommand.run(ctx)
     except (UsageError, IncidentError, InvalidTarget) as error:
         outcome = "user_error"
         _tell(ctx, str(error))
+    except db.DatabaseUnavailable:
+        outcome = "database_unavailable"
+        log.warning("database unavailable during /triage %s", subcommand.name, exc_info=True)
+        saved = f"{', '.join(ctx.touched)} is saved as it was" if ctx.touched else "Nothing was changed"
+        _tell(
+            ctx,
+            f"The incident database is unavailable for a moment, so `/triage {subcommand.name}` did not "
+            f"complete. {saved}; try again in a minute.",
+        )
     except SlackApiError as error:
         outcome = "slack_error"
         code = str(error.response.get("error"))
