@@ -510,6 +510,7 @@ def _json(status: int, body: Any) -> tuple[int, str, bytes]:
 def _make_handler(server: KubeApiServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
             parts = urlsplit(self.path)
