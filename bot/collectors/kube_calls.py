@@ -43,6 +43,12 @@ def build_api_client(*, kubeconfig: Path | None, context: str | None, in_cluster
     return client.ApiClient(configuration)
 
 
+def preload_models() -> None:
+    """Build the client's model classes now (about half a second, once per process), not inside a deadline."""
+    for name in ("V1Job", "V1Pod", "V1PodList", "V1Node", "CoreV1Event", "CoreV1EventList"):
+        getattr(client, name)
+
+
 def to_wire(api: client.ApiClient, obj: Any) -> Any:
     """A typed model back to its wire (camelCase) dict, after the client validated it."""
     return api.sanitize_for_serialization(obj)
