@@ -23,6 +23,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nccl_error", re.compile(r"NCCL error|ncclSystemError|ncclInternalError|ncclRemoteError", re.I)),
     ("ib_error", re.compile(r"\bibv_|\bmlx5_\d+.*(error|down)|RDMA.*(error|fail)", re.I)),
     ("xid", re.compile(r"\bXid\b", re.I)),
+    ("gpu_oom", re.compile(r"CUDA out of memory|OutOfMemoryError: CUDA", re.I)),
     ("cuda_error", re.compile(r"CUDA error|cudaError|CUBLAS_STATUS|CUDNN_STATUS|device-side assert", re.I)),
     ("trt_error", re.compile(r"\[TRT\].*\[E\]|TensorRT.*(error|fail|mismatch)|deserializ\w+ .*fail", re.I)),
     ("oom", re.compile(r"out of memory|OOM|Killed process|MemoryError", re.I)),
