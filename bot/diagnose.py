@@ -48,13 +48,14 @@ def diagnose(*, target: Target | str, settings: Settings, api_client: Any = None
     """Take one bounded snapshot of `target` and classify it; raises TargetNotFound / ClusterUnreachable."""
     parsed = parse_target(target) if isinstance(target, str) else target
     taken_at = utcnow()
-    budget = snapshot.Budget(bounds=settings.bounds)
     if parsed.platform is not Platform.KUBERNETES:
         report = CollectorReport(name="slurm", outcome=CollectorOutcome.SKIPPED, elapsed_ms=0,
                                  detail="Slurm targets are diagnosed by the Slurm collectors")
         return SnapshotReport(target=parsed.key, target_kind="slurm", taken_at=taken_at, elapsed_ms=0,
                               verdict=Verdict(layer=None, confidence=0.0, summary="No Slurm collector here."),
                               findings=(), collectors=(report,), not_checked=("slurm: skipped",))
+    kube_calls.preload_models()  # once per process; not charged to the snapshot's deadline
+    budget = snapshot.Budget(bounds=settings.bounds)
     try:
         ctx = kube_plan.context_for(target=parsed, budget=budget, api_client=api_client,
                                     kubeconfig=settings.kubeconfig, kube_context=settings.kube_context,
