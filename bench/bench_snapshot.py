@@ -24,9 +24,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.lab import objects as o  # noqa: E402
-from bot.lab import scenarios  # noqa: E402
-from bot.lab.kube_api import ClusterState, KubeApiServer  # noqa: E402
+from bot.lab import objects as o
+from bot.lab import scenarios
+from bot.lab.kube_api import ClusterState, KubeApiServer
 
 TARGET = "ml/train-llm"
 TARGETS = {"snapshot": 1.0, "ratio": 20.0, "rss_mb": 150.0}
@@ -70,40 +70,44 @@ def add_filler(state: ClusterState, *, nodes: int, pods: int, events: int) -> No
                        "count": 1, "firstTimestamp": stamp, "lastTimestamp": stamp, "source": source})
 
 
+def _peak_rss_mb(pid: int) -> float | None:
+    """VmHWM of a live process: its own peak RSS (unlike ru_maxrss, it resets at exec)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
 def _measure(argv: list[str], *, env: dict[str, str], server: KubeApiServer) -> dict[str, Any]:
-    """Run one command; wall time, its peak RSS (wait4), and the API requests and bytes it caused."""
+    """Run one command; wall time, its peak RSS (VmHWM, polled), and the API requests and bytes it caused."""
     server.reset_log()
     started = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    stdout, stderr = b"", b""
-    assert process.stdout is not None and process.stderr is not None
-    # Drain output while waiting; wait4 gives this child's own peak RSS.
-    import threading  # noqa: PLC0415
-
-    chunks: dict[str, bytes] = {}
-    readers = [threading.Thread(target=lambda k=k, s=s: chunks.__setitem__(k, s.read()))
-               for k, s in (("out", process.stdout), ("err", process.stderr))]
-    for reader in readers:
-        reader.start()
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - started
-    for reader in readers:
-        reader.join()
-    process.returncode = os.waitstatus_to_exitcode(status)
-    stdout, stderr = chunks.get("out", b""), chunks.get("err", b"")
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(argv, stdout=out, stderr=err, env=env, cwd=ROOT)
+        peak = 0.0
+        while process.poll() is None:
+            peak = max(peak, _peak_rss_mb(process.pid) or 0.0)
+            time.sleep(0.01)
+        wall = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     if process.returncode != 0:
         raise SystemExit(f"{argv} failed ({process.returncode}): {stderr.decode()[-2000:]}")
     return {"wall_s": wall, "requests": len(server.requests), "bytes": server.bytes_sent(),
-            "rss_mb": usage.ru_maxrss / 1024, "stdout": stdout.decode(errors="replace")}
+            "rss_mb": peak, "stdout": stdout.decode(errors="replace")}
 
 
 def _snapshot_child(kubeconfig: str) -> None:
     """In a fresh process: warm the client models, then time diagnose() alone (process start excluded)."""
-    import resource  # noqa: PLC0415
+    import resource
 
-    from bot.collectors import kube_calls  # noqa: PLC0415
-    from bot.config import load_settings  # noqa: PLC0415
-    from bot.diagnose import diagnose  # noqa: PLC0415
+    from bot.collectors import kube_calls
+    from bot.config import load_settings
+    from bot.diagnose import diagnose
 
     kube_calls.preload_models()
     settings = load_settings(KUBECONFIG=kubeconfig)
@@ -112,7 +116,7 @@ def _snapshot_child(kubeconfig: str) -> None:
     elapsed = time.perf_counter() - started
     print(json.dumps({"snapshot_s": elapsed, "observations": len(report.observations),
                       "collectors": {c.name: c.outcome.value for c in report.collectors},
-                      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                      "rss_mb": _peak_rss_mb(os.getpid())}))
 
 
 def main() -> None:

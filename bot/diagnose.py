@@ -22,7 +22,7 @@ from bot.findings import (
     Verdict,
     utcnow,
 )
-from bot.report import Diagnosis, Diagnoser, SnapshotReport
+from bot.report import Diagnoser, Diagnosis, SnapshotReport
 from bot.targets import Platform, Target, parse_target
 
 ClusterUnreachable = kube_calls.ClusterUnreachable
@@ -35,7 +35,7 @@ class TargetNotFound(LookupError):
 def classify(observations: Sequence[Observation]) -> Diagnosis:
     """The classifier (bot.classify); a placeholder that says so only when that package is absent."""
     try:
-        from bot.classify import diagnose_observations  # noqa: PLC0415 - optional until merged
+        from bot.classify import diagnose_observations
     except ImportError:
         return Diagnosis(verdict=Verdict(
             layer=None, confidence=0.0,
@@ -60,7 +60,7 @@ def diagnose(*, target: Target | str, settings: Settings, api_client: Any = None
         ctx = kube_plan.context_for(target=parsed, budget=budget, api_client=api_client,
                                     kubeconfig=settings.kubeconfig, kube_context=settings.kube_context,
                                     in_cluster=settings.in_cluster)
-    except Exception as exc:  # noqa: BLE001 - kubeconfig errors come in many types; all mean "cannot reach"
+    except Exception as exc:
         raise ClusterUnreachable(f"cannot load cluster credentials: {exc}") from exc
     result = snapshot.run_snapshot(stages=kube_plan.plan(ctx), budget=budget)
     if ctx.unreachable:
@@ -167,7 +167,7 @@ class _LabServers:
         self._servers: list[Any] = []
 
     def kubeconfig(self, scenario: str) -> Path:
-        from bot.lab import kube_api, scenarios  # noqa: PLC0415 - the lab is only loaded for the demo
+        from bot.lab import kube_api, scenarios
 
         with self._lock:
             if scenario not in self._kubeconfigs:

@@ -160,7 +160,7 @@ def register(app: typer.Typer) -> None:
     @lab.command("list")
     def lab_list() -> None:
         """Name the lab scenarios and what each simulates."""
-        from bot.lab import scenarios  # noqa: PLC0415 - only the lab commands need it
+        from bot.lab import scenarios
 
         for name, factory in scenarios.SCENARIOS.items():
             typer.echo(f"{name:22} {(factory.__doc__ or '').strip()}")
@@ -172,7 +172,7 @@ def register(app: typer.Typer) -> None:
         seconds: float | None = typer.Option(None, "--seconds", help="stop after this long (default: Ctrl-C)"),
     ) -> None:
         """Serve a simulated cluster on loopback and print a kubeconfig for it."""
-        from bot.lab import kube_api, scenarios  # noqa: PLC0415 - only the lab commands need it
+        from bot.lab import kube_api, scenarios
 
         try:
             built = scenarios.build(scenario)

@@ -15,7 +15,7 @@ def test_a_gpu_xid_failure_ranks_node_health_above_placement(tmp_path: Path) -> 
         healthy = diagnose(target="ml/train-llm-ok", settings=lab.settings())
     differences = compare_snapshots(failing=failing, healthy=healthy)
     categories = [item.category for item in differences]
-    assert categories == sorted(categories, key=lambda c: [d.rank for d in differences if d.category == c][0])
+    assert categories == sorted(categories, key=lambda c: next(d.rank for d in differences if d.category == c))
     assert categories[0] == "node_event"
     xid = next(item for item in differences if item.key == "XidError")
     assert "Xid" in xid.failing and xid.healthy == "(absent)"
