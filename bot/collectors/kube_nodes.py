@@ -41,7 +41,7 @@ def observe_node(node: dict[str, Any], sink: Sink) -> None:
             observed_at=condition.get("lastTransitionTime"),
             fields={"type": kind, "status": value, "reason": condition.get("reason"),
                     "message": condition.get("message"), "abnormal": abnormal},
-            text=f"{name} {kind}={value} {condition.get('reason') or ''}".strip()))
+            text=f"{name} condition {kind} {value}" + (f" ({condition['reason']})" if condition.get("reason") else "")))
     for taint in spec.get("taints") or []:
         sink.observe(observation(
             kind="node_taint", subject=subject, command=f"kubectl get node {name} -o jsonpath='{{.spec.taints}}'",

@@ -102,3 +102,13 @@ def test_events_are_read_newest_first_with_server_side_field_selectors(tmp_path:
         event_queries = [record.query for record in lab.server.requests if record.path.endswith("/events")]
     assert event_queries and all("fieldSelector=involvedObject" in query for query in event_queries)
     assert all("limit=" in query for query in event_queries)
+
+
+@pytest.mark.parametrize("name", sorted(scenarios.SCENARIOS))
+def test_with_the_classifier_each_scenario_lands_on_its_layer(name: str, tmp_path: Path) -> None:
+    pytest.importorskip("bot.classify", reason="the classifier package is merged from its own branch")
+    with running_lab(tmp_path=tmp_path, scenario=name) as lab:
+        assert lab.scenario is not None
+        report = diagnose(target=lab.scenario.target, settings=lab.settings())
+    layer = report.verdict.layer.value if report.verdict.layer else None
+    assert layer == lab.scenario.expected_layer, report.verdict.summary
