@@ -14,7 +14,6 @@ from rich.console import Console
 from rich.table import Table
 
 from bot import compare as compare_mod
-from bot import diagnose as diagnose_mod
 from bot.config import load_settings
 from bot.report import SnapshotReport
 from bot.targets import InvalidTarget, parse_target
@@ -36,6 +35,8 @@ def _fail(message: str, *, code: int) -> typer.Exit:
 
 
 def _snapshot(*, raw: str, settings: Any) -> SnapshotReport:
+    from bot import diagnose as diagnose_mod  # noqa: PLC0415 - loads the cluster client; only this command needs it
+
     try:
         target = parse_target(raw)
     except InvalidTarget as exc:
