@@ -94,7 +94,7 @@ def _observe_workload(ctx: KubeContext, sink: Sink) -> None:
     command = f"kubectl get {kind.value} -n {ctx.namespace} {ctx.target.name} -o yaml"
     fields = {
         "kind": kind.value, "namespace": ctx.namespace, "name": ctx.target.name,
-        "suspended": bool(spec.get("suspend")), "active": status.get("active"), "failed": status.get("failed"),
+        "suspended": is_suspended(workload), "active": status.get("active"), "failed": status.get("failed"),
         "succeeded": status.get("succeeded"), "parallelism": spec.get("parallelism"),
         "queue_name": labels.get(QUEUE_LABEL), "conditions": conditions,
     }
@@ -109,6 +109,12 @@ def _observe_workload(ctx: KubeContext, sink: Sink) -> None:
             kind="workload_condition", subject=ctx.subject, command=command, fields=item,
             observed_at=raw.get("lastTransitionTime"),
             text=f"{item['type']}={item['status']} {item.get('reason') or ''}: {item.get('message') or ''}".strip()))
+
+
+def is_suspended(workload: dict[str, Any]) -> bool:
+    """Jobs and JobSets say `spec.suspend`; Kubeflow jobs say `spec.runPolicy.suspend`."""
+    spec = workload.get("spec") or {}
+    return bool(spec.get("suspend") or (spec.get("runPolicy") or {}).get("suspend"))
 
 
 def pod_selector(ctx: KubeContext) -> list[str]:

@@ -8,7 +8,7 @@ from kubernetes import client
 
 from bot.collectors.kube_calls import GroupNotServed, observation
 from bot.collectors.kube_context import KubeContext
-from bot.collectors.kube_workloads import QUEUE_LABEL
+from bot.collectors.kube_workloads import QUEUE_LABEL, is_suspended
 from bot.findings import CollectorOutcome
 from bot.snapshot import Sink
 
@@ -21,7 +21,7 @@ def collect_kueue(ctx: KubeContext, sink: Sink) -> None:
     workload = ctx.workload or {}
     meta = workload.get("metadata") or {}
     queue = (meta.get("labels") or {}).get(QUEUE_LABEL)
-    suspended = bool((workload.get("spec") or {}).get("suspend"))
+    suspended = is_suspended(workload)
     if not queue and not suspended:
         sink.mark(CollectorOutcome.SKIPPED, "the workload has no Kueue queue label and is not suspended")
         return

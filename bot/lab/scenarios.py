@@ -92,29 +92,76 @@ def _base(*, crd_groups: tuple[str, ...] = tuple(CRD_TYPES), gpu_taint: bool = F
     return b
 
 
+def _owner_object(b: _Builder, *, kind: str, namespace: str, name: str, template: dict[str, Any], replicas: int,
+                  labels: dict[str, str] | None, suspend: bool,
+                  conditions: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """The workload object itself: a batch Job, a Kubeflow PyTorchJob or a JobSet."""
+    if kind == "job":
+        return b.add(o.job(namespace=namespace, name=name, template=template, parallelism=replicas,
+                           active=0 if suspend else replicas, suspend=suspend, labels=labels, conditions=conditions))
+    if kind == "pytorchjob":
+        specs = {"Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template}}
+        if replicas > 1:
+            specs["Worker"] = {"replicas": replicas - 1, "restartPolicy": "OnFailure", "template": template}
+        return b.add({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+                      "metadata": o.meta(name=name, namespace=namespace, labels=labels, kind="PyTorchJob"),
+                      "spec": {"pytorchReplicaSpecs": specs, "runPolicy": {"suspend": suspend}},
+                      "status": {"conditions": list(conditions or []), "replicaStatuses": {
+                          "Master": {"active": 1}, "Worker": {"active": replicas - 1}}}})
+    return b.add({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                  "metadata": o.meta(name=name, namespace=namespace, labels=labels, kind="JobSet"),
+                  "spec": {"suspend": suspend, "replicatedJobs": [
+                      {"name": "trainer", "replicas": replicas, "template": {"spec": {"template": template}}}]},
+                  "status": {"conditions": list(conditions or []), "replicatedJobsStatus": [
+                      {"name": "trainer", "active": replicas, "ready": 0, "failed": 0, "succeeded": 0,
+                       "suspended": 0}]}})
+
+
+def _member(b: _Builder, *, kind: str, owner: dict[str, Any], index: int, template: dict[str, Any],
+            replicas: int) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """Pod name, labels and owner reference for member `index`, as each controller names them."""
+    name, namespace = owner["metadata"]["name"], owner["metadata"]["namespace"]
+    if kind == "job":
+        return (f"{name}-{index}-x{index}k2p",
+                {"batch.kubernetes.io/job-name": name, "job-name": name,
+                 "batch.kubernetes.io/controller-uid": owner["metadata"]["uid"],
+                 "batch.kubernetes.io/job-completion-index": str(index)}, o.owner_ref(owner))
+    if kind == "pytorchjob":
+        role, role_index = ("master", 0) if index == 0 else ("worker", index - 1)
+        return (f"{name}-{role}-{role_index}",
+                {"training.kubeflow.org/job-name": name, "training.kubeflow.org/replica-type": role,
+                 "training.kubeflow.org/replica-index": str(role_index),
+                 "training.kubeflow.org/job-role": "master" if role == "master" else ""}, o.owner_ref(owner))
+    child = b.add(o.job(namespace=namespace, name=f"{name}-trainer-{index}", template=template, parallelism=1,
+                        active=1, labels={"jobset.sigs.k8s.io/jobset-name": name}))
+    child["metadata"]["ownerReferences"] = [{**o.owner_ref(owner), "controller": True}]
+    return (f"{name}-trainer-{index}-0-x{index}k2p",
+            {"jobset.sigs.k8s.io/jobset-name": name, "jobset.sigs.k8s.io/replicatedjob-name": "trainer",
+             "jobset.sigs.k8s.io/job-index": str(index), "batch.kubernetes.io/job-name": child["metadata"]["name"]},
+            o.owner_ref(child))
+
+
 def _training_job(b: _Builder, *, name: str, nodes: list[str | None], states: dict[int, dict[str, Any]] | None = None,
                   last_states: dict[int, dict[str, Any]] | None = None, restarts: dict[int, int] | None = None,
                   scheduled: tuple[bool, str, str] = (True, "", ""), phase: str = "Running",
                   env: dict[str, str] | None = None, labels: dict[str, str] | None = None, suspend: bool = False,
                   conditions: list[dict[str, Any]] | None = None, memory: str = "512Gi",
-                  namespace: str = "ml") -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                  namespace: str = "ml", kind: str = "job") -> tuple[dict[str, Any], list[dict[str, Any]]]:
     spec = o.container(name="trainer", image=TRAIN_IMAGE, gpus=8, memory=memory, cpu="96",
                        env={**HEALTHY_NCCL_ENV, **(env or {})})
     template = {"metadata": {"labels": {"app": name}}, "spec": {"containers": [spec], "restartPolicy": "OnFailure",
                                                                "tolerations": [GPU_TOLERATION]}}
-    job = b.add(o.job(namespace=namespace, name=name, template=template, parallelism=len(nodes),
-                      active=0 if suspend else len(nodes), suspend=suspend, labels=labels,
-                      conditions=conditions))
+    job = _owner_object(b, kind=kind, namespace=namespace, name=name, template=template, replicas=len(nodes),
+                        labels=labels, suspend=suspend, conditions=conditions)
     pods = []
     if suspend:
         return job, pods
     for index, node_name in enumerate(nodes):
+        pod_name, pod_labels, owner = _member(b, kind=kind, owner=job, index=index, template=template,
+                                              replicas=len(nodes))
         pods.append(b.add(o.pod(
-            namespace=namespace, name=f"{name}-{index}-x{index}k2p", node_name=node_name, containers=[spec],
-            labels={"batch.kubernetes.io/job-name": name, "job-name": name,
-                    "batch.kubernetes.io/controller-uid": job["metadata"]["uid"],
-                    "batch.kubernetes.io/job-completion-index": str(index)},
-            owner=o.owner_ref(job), phase=phase if node_name else "Pending",
+            namespace=namespace, name=pod_name, node_name=node_name, containers=[spec], labels=pod_labels,
+            owner=owner, phase=phase if node_name else "Pending",
             states={"trainer": (states or {}).get(index, o.running())},
             last_states={"trainer": (last_states or {}).get(index, {})},
             restarts={"trainer": (restarts or {}).get(index, 0)},
@@ -240,10 +287,10 @@ def trt_engine() -> Scenario:
 
 
 def nccl_ib() -> Scenario:
-    """Multi-node training dies on NCCL NET/IB errors between gpu-node-03 and gpu-node-07 (HCA mlx5_2)."""
+    """A multi-node PyTorchJob dies on NCCL NET/IB errors between gpu-node-03 and gpu-node-07 (HCA mlx5_2)."""
     b = _base()
     nodes = [_gpu_node_name(3), _gpu_node_name(7)]
-    _, pods = _training_job(b, name="train-llm", nodes=nodes,
+    _, pods = _training_job(b, name="train-llm", nodes=nodes, kind="pytorchjob",
                             states={0: o.waiting("CrashLoopBackOff", "back-off 1m20s"),
                                     1: o.waiting("CrashLoopBackOff", "back-off 1m20s")},
                             last_states={0: o.terminated(reason="Error", exit_code=1),
@@ -274,10 +321,10 @@ def nccl_ib() -> Scenario:
 
 
 def gpu_xid() -> Scenario:
-    """The job's pod dies with a CUDA error on gpu-node-05, which reports GPU Xid 79 (fallen off the bus)."""
+    """A JobSet's pod dies with a CUDA error on gpu-node-05, which reports GPU Xid 79 (fallen off the bus)."""
     node_name = _gpu_node_name(5)
     b = _base(xid_node=node_name)
-    _, pods = _training_job(b, name="train-llm", nodes=[node_name, _gpu_node_name(6)],
+    _, pods = _training_job(b, name="train-llm", nodes=[node_name, _gpu_node_name(6)], kind="jobset",
                             states={0: o.waiting("CrashLoopBackOff", "back-off 40s")},
                             last_states={0: o.terminated(reason="Error", exit_code=1)}, restarts={0: 2})
     b.events(b.nodes[node_name], [

@@ -112,3 +112,17 @@ def test_with_the_classifier_each_scenario_lands_on_its_layer(name: str, tmp_pat
         report = diagnose(target=lab.scenario.target, settings=lab.settings())
     layer = report.verdict.layer.value if report.verdict.layer else None
     assert layer == lab.scenario.expected_layer, report.verdict.summary
+
+
+@pytest.mark.parametrize(("scenario", "kind", "pods"), [
+    ("nccl-ib", "pytorchjob", {"train-llm-master-0", "train-llm-worker-0"}),
+    ("gpu-xid", "jobset", {"train-llm-trainer-0-0-x0k2p", "train-llm-trainer-1-0-x1k2p"}),
+])
+def test_pytorchjob_and_jobset_members_are_found_by_their_controllers_labels(
+        scenario: str, kind: str, pods: set[str], tmp_path: Path) -> None:
+    with running_lab(tmp_path=tmp_path, scenario=scenario) as lab:
+        report = diagnose(target="ml/train-llm", settings=lab.settings())
+        tried = [r.path.rsplit("/", 2)[-2] for r in lab.server.requests if r.path.endswith("/train-llm")]
+    assert report.target_kind == kind
+    assert tried[: tried.index(kind + "s") + 1] == ["jobs", "jobsets", "pytorchjobs"][: tried.index(kind + "s") + 1]
+    assert {item.subject.rsplit("/", 1)[-1] for item in report.observations if item.kind == "pod_phase"} == pods
