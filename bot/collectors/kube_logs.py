@@ -10,7 +10,7 @@ from kubernetes import client
 
 from bot.collectors.kube_calls import observation
 from bot.collectors.kube_context import KubeContext
-from bot.snapshot import Sink
+from bot.snapshot import CollectorFailure, Sink
 
 MAX_HEALTHY_CONTAINERS = 4
 MAX_MATCHED_LINES = 25
@@ -73,7 +73,12 @@ def choose_containers(ctx: KubeContext) -> list[LogTarget]:
 def collect_log(ctx: KubeContext, sink: Sink, *, target: LogTarget) -> None:
     """Read the tail of one container (previous instance first when it restarted)."""
     for previous in ((True, False) if target.previous else (False,)):
-        _read_one(ctx, sink, target=target, previous=previous)
+        try:
+            _read_one(ctx, sink, target=target, previous=previous)
+        except CollectorFailure as exc:
+            if not (previous and "HTTP 400" in exc.detail):
+                raise
+            sink.note(f"no previous log kept for {target.pod}/{target.container}")
 
 
 def _read_one(ctx: KubeContext, sink: Sink, *, target: LogTarget, previous: bool) -> None:

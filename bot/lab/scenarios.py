@@ -10,6 +10,7 @@ from bot.lab import objects as o
 from bot.lab.kube_api import CRD_TYPES, ClusterState
 
 TRAIN_IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 HEALTHY_NCCL_ENV = {"NCCL_IB_HCA": "mlx5_0,mlx5_1,mlx5_2,mlx5_3", "NCCL_DEBUG": "INFO",
@@ -342,6 +343,7 @@ def gpu_xid() -> Scenario:
 
 
 def _kueue_objects(b: _Builder, *, job: dict[str, Any], admitted: bool, message: str) -> None:
+    namespace, queue = job["metadata"]["namespace"], job["metadata"]["labels"].get(QUEUE_LABEL, "team-ml")
     b.add({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue",
            "metadata": o.meta(name="gpu-cluster-queue", kind="ClusterQueue"),
            "spec": {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
@@ -349,13 +351,14 @@ def _kueue_objects(b: _Builder, *, job: dict[str, Any], admitted: bool, message:
            "status": {"admittedWorkloads": 2, "pendingWorkloads": 1, "flavorsUsage": [
                {"name": "h100-80gb", "resources": [{"name": "nvidia.com/gpu", "total": 32}]}]}})
     b.add({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
-           "metadata": o.meta(name="team-ml", namespace="ml", kind="LocalQueue"),
+           "metadata": o.meta(name=queue, namespace=namespace, kind="LocalQueue"),
            "spec": {"clusterQueue": "gpu-cluster-queue"}, "status": {"pendingWorkloads": 1}})
     name = job["metadata"]["name"]
     b.add({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload",
-           "metadata": o.meta(name=f"job-{name}-7c1d2", namespace="ml", owner=o.owner_ref(job), kind="Workload",
+           "metadata": o.meta(name=f"{job['kind'].lower()}-{name}-7c1d2", namespace=namespace,
+                              owner=o.owner_ref(job), kind="Workload",
                               labels={"kueue.x-k8s.io/job-uid": job["metadata"]["uid"]}),
-           "spec": {"queueName": "team-ml", "podSets": [{"name": "main", "count": 2}]},
+           "spec": {"queueName": queue, "podSets": [{"name": "main", "count": 2}]},
            "status": {"conditions": [
                o.condition(kind="QuotaReserved", status=admitted, reason="Pending" if not admitted else "QuotaReserved",
                            message=message, ago=1800),
@@ -395,10 +398,13 @@ def kueue_not_installed() -> Scenario:
 
 def _aiperf(b: _Builder, *, name: str, phase: str, sub_phase: str = "", error: str = "",
             metrics: dict[str, Any] | None = None, worker_state: dict[str, Any] | None = None,
-            restarts: int = 0, worker_log: str = "", scheduled: tuple[bool, str, str] = (True, "", "")) -> None:
+            restarts: int = 0, worker_log: str = "", previous_log: str = "", scheduled: tuple[bool, str, str] = (True, "", ""),
+            last_state: dict[str, Any] | None = None, queue: str = "",
+            with_pods: bool = True) -> dict[str, Any]:
     obj = b.add({
         "apiVersion": "aiperf.nvidia.com/v1alpha1", "kind": "AIPerfJob",
-        "metadata": o.meta(name=name, namespace="perf", kind="AIPerfJob"),
+        "metadata": o.meta(name=name, namespace="perf", kind="AIPerfJob",
+                           labels={QUEUE_LABEL: queue} if queue else None),
         "spec": {"image": "nvcr.io/nvidia/aiperf:0.3.0", "benchmark": {
             "endpoint": {"url": "http://llm-svc.serving.svc:8000", "model": "llama-3-70b"}, "concurrency": 256},
             "timeoutSeconds": 3600, "resourceMode": "burstable"},
@@ -408,18 +414,23 @@ def _aiperf(b: _Builder, *, name: str, phase: str, sub_phase: str = "", error: s
                                               reason=phase, message=error or phase)]},
     })
     labels = {"aiperf.nvidia.com/job-id": name, "app.kubernetes.io/managed-by": "aiperf-operator"}
-    for index, role in enumerate(("control-plane", "worker")):
+    for index, role in enumerate(("control-plane", "worker") if with_pods else ()):
         spec = o.container(name=role, image="nvcr.io/nvidia/aiperf:0.3.0", memory="2Gi", cpu="150m", limits=False,
                            env={"AIPERF_K8S_WORKER_POD_MEMORY": "2Gi"})
         pod = b.add(o.pod(namespace="perf", name=f"{name}-{role}-0", node_name=None if not scheduled[0]
                           else f"cpu-node-{index + 1:02d}", containers=[spec], labels=labels,
                           owner=o.owner_ref(obj), phase="Pending" if not scheduled[0] else "Running",
                           scheduled=scheduled, states={role: worker_state or o.running()} if role == "worker" else None,
-                          restarts={role: restarts} if role == "worker" else None))
+                          restarts={role: restarts} if role == "worker" else None,
+                          last_states={role: last_state} if role == "worker" and last_state else None))
         if worker_log and role == "worker":
             b.state.add_log(namespace="perf", pod=pod["metadata"]["name"], container=role, text=worker_log)
+        if previous_log and role == "worker":
+            b.state.add_log(namespace="perf", pod=pod["metadata"]["name"], container=role, text=previous_log,
+                            previous=True)
         if not scheduled[0]:
             _scheduling_events(b, [pod], scheduled[2])
+    return obj
 
 
 def aiperf_endpoint() -> Scenario:
@@ -461,6 +472,34 @@ def aiperf_pending() -> Scenario:
                     healthy_target="aiperfjob/perf/bench-llm-ok", expected_layer="scheduler", state=b.state)
 
 
+def aiperf_queued() -> Scenario:
+    """An AIPerf benchmark stays Queued: Kueue has not admitted it (GPU quota of the cluster queue used up)."""
+    b = _base()
+    job = _aiperf(b, name="bench-llm", phase="Queued", queue="perf-queue", with_pods=False)
+    _kueue_objects(b, job=job, admitted=False,
+                   message="couldn't assign flavors to pod set workers: insufficient unused quota for cpu in "
+                           "flavor default, 12 more needed")
+    _aiperf(b, name="bench-llm-ok", phase="Completed", sub_phase="Done")
+    return Scenario(name="aiperf-queued", description=aiperf_queued.__doc__ or "", target="aiperfjob/perf/bench-llm",
+                    healthy_target="aiperfjob/perf/bench-llm-ok", expected_layer="scheduler", state=b.state)
+
+
+def aiperf_crashloop() -> Scenario:
+    """An AIPerf worker restarts over and over while the job says Running (restarts > 3): read its logs."""
+    b = _base()
+    _aiperf(b, name="bench-llm", phase="Running", sub_phase="Warmup", restarts=9,
+            worker_state=o.waiting("CrashLoopBackOff", "back-off 5m0s"),
+            last_state=o.terminated(reason="Error", exit_code=1),
+            worker_log="starting worker\n",
+            previous_log="Traceback (most recent call last):\n  File \"/app/aiperf/worker.py\", line 88, in run\n"
+                       "KeyError: 'AIPERF_SERVICE_ID'\n")
+    _aiperf(b, name="bench-llm-ok", phase="Running", sub_phase="Profiling",
+            metrics={"request_error_rate": {"avg": 0.1}, "requests_completed": {"value": 18234}})
+    return Scenario(name="aiperf-crashloop", description=aiperf_crashloop.__doc__ or "",
+                    target="aiperfjob/perf/bench-llm", healthy_target="aiperfjob/perf/bench-llm-ok",
+                    expected_layer="runtime", state=b.state)
+
+
 def healthy() -> Scenario:
     """The busy cluster with nothing wrong with the target (the unrelated crash loop is still there)."""
     b = _base()
@@ -482,6 +521,8 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
     "aiperf-endpoint": aiperf_endpoint,
     "aiperf-error-rate": aiperf_error_rate,
     "aiperf-pending": aiperf_pending,
+    "aiperf-queued": aiperf_queued,
+    "aiperf-crashloop": aiperf_crashloop,
     "healthy": healthy,
 }
 

@@ -56,6 +56,10 @@ EXPECTED: dict[str, list[Check]] = {
     "aiperf-error-rate": [_kind("aiperf_status", phase="Running", request_error_rate=12.5)],
     "aiperf-pending": [_kind("aiperf_status", phase="Pending"),
                        _kind("pod_condition", reason="Unschedulable", message=_contains("untolerated taint"))],
+    "aiperf-queued": [_kind("aiperf_status", phase="Queued"),
+                      _kind("kueue_workload", admitted=False, message=_contains("insufficient unused quota"))],
+    "aiperf-crashloop": [_kind("container_state", reason="CrashLoopBackOff", restart_count=9),
+                         _kind("log_line", line=_contains("KeyError"))],
     "healthy": [_kind("container_state", state="running", restart_count=0)],
 }
 
