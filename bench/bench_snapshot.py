@@ -103,7 +103,6 @@ def _measure(argv: list[str], *, env: dict[str, str], server: KubeApiServer) -> 
 
 def _snapshot_child(kubeconfig: str) -> None:
     """In a fresh process: warm the client models, then time diagnose() alone (process start excluded)."""
-    import resource
 
     from bot.collectors import kube_calls
     from bot.config import load_settings

@@ -134,7 +134,7 @@ def parse_time(value: Any) -> datetime:
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     if isinstance(value, str) and value:
         try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00"))
+            return datetime.fromisoformat(value)
         except ValueError:
             return utcnow()
     return utcnow()

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 from bot.lab import tables
@@ -295,7 +295,7 @@ class KubeApiServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> KubeApiServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *_exc: object) -> None:

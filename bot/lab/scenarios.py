@@ -82,8 +82,8 @@ def _base(*, crd_groups: tuple[str, ...] = tuple(CRD_TYPES), gpu_taint: bool = F
                                                                                        "back-off 5m0s")},
                          last_states={"warmer": o.terminated(reason="Error", exit_code=1)},
                          restarts={"warmer": 42}))
-    b.events(warmer, [("Warning", "BackOff", "Back-off restarting failed container warmer in pod "
-                                              "cache-warmer-7d9f_web", 180)], host="cpu-node-02")
+    b.events(warmer, [("Warning", "BackOff", ("Back-off restarting failed container warmer in pod "
+                                              "cache-warmer-7d9f_web"), 180)], host="cpu-node-02")
     b.state.add_log(namespace="web", pod="cache-warmer-7d9f", container="warmer",
                     text="Error: connection to redis-primary:6379 refused\n", previous=True)
     # An unrelated node warning on a node the target does not use.
@@ -223,8 +223,8 @@ def crashloop() -> Scenario:
                             states={0: o.waiting("CrashLoopBackOff", 'back-off 5m0s restarting failed container='
                                                  'trainer pod=train-llm-0-x0k2p_ml')},
                             last_states={0: o.terminated(reason="Error", exit_code=1)}, restarts={0: 7})
-    b.events(pods[0], [("Warning", "BackOff", "Back-off restarting failed container trainer in pod "
-                                              "train-llm-0-x0k2p_ml", 31),
+    b.events(pods[0], [("Warning", "BackOff", ("Back-off restarting failed container trainer in pod "
+                                              "train-llm-0-x0k2p_ml"), 31),
                        ("Normal", "Pulled", f'Container image "{TRAIN_IMAGE}" already present on machine', 8)],
              host=_gpu_node_name(3))
     traceback = "".join(f"step {i} loading shard {i}\n" for i in range(300)) + (
@@ -244,8 +244,8 @@ def oom() -> Scenario:
     _, pods = _training_job(b, name="train-llm", nodes=[_gpu_node_name(3)], memory="64Gi",
                             states={0: o.waiting("CrashLoopBackOff", "back-off 2m40s")},
                             last_states={0: o.terminated(reason="OOMKilled", exit_code=137)}, restarts={0: 4})
-    b.events(pods[0], [("Warning", "BackOff", "Back-off restarting failed container trainer in pod "
-                                              "train-llm-0-x0k2p_ml", 12)], host=_gpu_node_name(3))
+    b.events(pods[0], [("Warning", "BackOff", ("Back-off restarting failed container trainer in pod "
+                                              "train-llm-0-x0k2p_ml"), 12)], host=_gpu_node_name(3))
     b.state.add_log(namespace="ml", pod=pods[0]["metadata"]["name"], container="trainer", previous=True,
                     text="loading dataset into memory\nallocating pinned buffers 48.0 GiB\n")
     _healthy_sibling(b)
@@ -314,8 +314,8 @@ def nccl_ib() -> Scenario:
         b.state.add_log(namespace="ml", pod=pod["metadata"]["name"], container="trainer", text=log, previous=True)
         b.state.add_log(namespace="ml", pod=pod["metadata"]["name"], container="trainer",
                         text=f"{host}:50001:50001 [0] NCCL INFO Bootstrap : Using eth0:{ips[host]}<0>\n")
-        b.events(pod, [("Warning", "BackOff", f"Back-off restarting failed container trainer in pod "
-                                              f"{pod['metadata']['name']}_ml", 9)], host=host)
+        b.events(pod, [("Warning", "BackOff", (f"Back-off restarting failed container trainer in pod "
+                                              f"{pod['metadata']['name']}_ml"), 9)], host=host)
     _healthy_sibling(b)
     return Scenario(name="nccl-ib", description=nccl_ib.__doc__ or "", target="ml/train-llm",
                     healthy_target="ml/train-llm-ok", expected_layer="fabric", state=b.state)
@@ -329,10 +329,10 @@ def gpu_xid() -> Scenario:
                             states={0: o.waiting("CrashLoopBackOff", "back-off 40s")},
                             last_states={0: o.terminated(reason="Error", exit_code=1)}, restarts={0: 2})
     b.events(b.nodes[node_name], [
-        ("Warning", "XidError", "NVRM: Xid (PCI:0000:9b:00): 79, pid=48213, name=python, GPU has fallen off the "
-                                "bus.", 3),
-        ("Warning", "GPUUnhealthy", "nvidia.com/gpu GPU-5c1e0e5a-7b9c-4f5e-9d7e-1a2b3c4d5e6f marked unhealthy "
-                                    "by device plugin", 1)], host=node_name, component="gpu-health-monitor",
+        ("Warning", "XidError", ("NVRM: Xid (PCI:0000:9b:00): 79, pid=48213, name=python, GPU has fallen off the "
+                                "bus."), 3),
+        ("Warning", "GPUUnhealthy", ("nvidia.com/gpu GPU-5c1e0e5a-7b9c-4f5e-9d7e-1a2b3c4d5e6f marked unhealthy "
+                                    "by device plugin"), 1)], host=node_name, component="gpu-health-monitor",
         namespace="default")
     b.state.add_log(namespace="ml", pod=pods[0]["metadata"]["name"], container="trainer", previous=True,
                     text="step 812 loss 2.01\nRuntimeError: CUDA error: unspecified launch failure\n"
