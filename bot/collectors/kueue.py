@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubernetes import client
-
 from bot.collectors.kube_calls import GroupNotServed, observation
 from bot.collectors.kube_context import KubeContext
 from bot.collectors.kube_workloads import QUEUE_LABEL, is_suspended
@@ -25,15 +23,15 @@ def collect_kueue(ctx: KubeContext, sink: Sink) -> None:
     if not queue and not suspended:
         sink.mark(CollectorOutcome.SKIPPED, "the workload has no Kueue queue label and is not suspended")
         return
-    api = client.CustomObjectsApi(ctx.caller.api)
     uid = meta.get("uid", "")
     command = f"kubectl get workloads.kueue.x-k8s.io -n {ctx.namespace} -l {JOB_UID_LABEL}={uid} -o yaml"
     try:
-        found, _ = ctx.caller.list_all(api.list_namespaced_custom_object, GROUP, VERSION, ctx.namespace, PLURAL,
-                                       label_selector=f"{JOB_UID_LABEL}={uid}", what="list kueue workloads")
+        path, where = f"/apis/{GROUP}/{VERSION}/namespaces/{{namespace}}/{PLURAL}", {"namespace": ctx.namespace}
+        found, _ = ctx.caller.list_all(path, path_params=where, response_type="object",
+                                       query={"labelSelector": f"{JOB_UID_LABEL}={uid}"}, what="list kueue workloads")
         if not found:
-            candidates, truncated = ctx.caller.list_all(api.list_namespaced_custom_object, GROUP, VERSION,
-                                                        ctx.namespace, PLURAL, what="list kueue workloads")
+            candidates, truncated = ctx.caller.list_all(path, path_params=where, response_type="object",
+                                                        what="list kueue workloads")
             if truncated:
                 sink.truncate("kueue workload list capped")
             found = [item for item in candidates if _owned_by(item, uid)]
