@@ -7,22 +7,24 @@
 _slurm_setup() {
   local conf_dir=/etc/slurm state_dir=/var/spool/slurmctld spool_dir=/var/spool/slurmd
   local log_dir=/var/log/slurm run_dir=/run/slurm dev_dir=/run/triage-fake-gpu
-  local host
+  local host restd_port=6820
   host="$(hostname -s)"
 
   if ! command -v slurmctld >/dev/null 2>&1 || ! command -v sinfo >/dev/null 2>&1 \
-    || ! command -v munged >/dev/null 2>&1 || ! command -v slurmd >/dev/null 2>&1; then
-    if ! apt-get install -y -q --no-install-recommends slurmctld slurmd slurm-client munge >/dev/null 2>&1; then
+    || ! command -v munged >/dev/null 2>&1 || ! command -v slurmd >/dev/null 2>&1 \
+    || ! command -v slurmrestd >/dev/null 2>&1 || [ ! -e /usr/lib/x86_64-linux-gnu/slurm-wlm/auth_jwt.so ]; then
+    if ! apt-get install -y -q --no-install-recommends slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin >/dev/null 2>&1; then
       apt-get update -q >/dev/null
-      apt-get install -y -q --no-install-recommends slurmctld slurmd slurm-client munge >/dev/null
+      apt-get install -y -q --no-install-recommends slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin >/dev/null
     fi
   fi
 
   # Already up and answering: nothing to do.
   if [ -s "$run_dir/slurmctld.pid" ] && kill -0 "$(cat "$run_dir/slurmctld.pid")" 2>/dev/null \
     && [ -s "$run_dir/slurmd.pid" ] && kill -0 "$(cat "$run_dir/slurmd.pid")" 2>/dev/null \
+    && [ -s "$run_dir/slurmrestd.pid" ] && kill -0 "$(cat "$run_dir/slurmrestd.pid")" 2>/dev/null \
     && timeout 5 sinfo -h >/dev/null 2>&1; then
-    export TRIAGE_TEST_SLURM=1
+    export TRIAGE_TEST_SLURM=1 TRIAGE_TEST_SLURMRESTD_URL="http://127.0.0.1:$restd_port"
     return 0
   fi
 
@@ -38,6 +40,12 @@ _slurm_setup() {
     runuser -u munge -- /usr/sbin/munged --pid-file=/run/munge/munged.pid
   fi
 
+  # slurmrestd's JWT key (HS256): `scontrol token` signs with it.
+  if [ ! -s "$state_dir/jwt_hs256.key" ]; then
+    head -c 32 /dev/urandom >"$state_dir/jwt_hs256.key"
+  fi
+  chmod 0600 "$state_dir/jwt_hs256.key"
+
   # Fake GPU device files: GRES needs a File=; a character device node is enough (1,3 = /dev/null's).
   local index
   for index in 0 1; do
@@ -51,6 +59,8 @@ SlurmctldHost=${host}(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
+AuthAltTypes=auth/jwt
+AuthAltParameters=jwt_key=${state_dir}/jwt_hs256.key
 StateSaveLocation=${state_dir}
 SlurmdSpoolDir=${spool_dir}
 SlurmctldPidFile=${run_dir}/slurmctld.pid
@@ -115,11 +125,17 @@ EOF
     tail -n 20 "$log_dir/slurmctld.log" >&2 || true
     return 1
   fi
+  # slurmrestd refuses to run as root; it needs no token of its own with rest_auth/jwt.
+  if ! { [ -s "$run_dir/slurmrestd.pid" ] && kill -0 "$(cat "$run_dir/slurmrestd.pid")" 2>/dev/null; }; then
+    SLURM_JWT=daemon setsid runuser -u nobody -- /usr/sbin/slurmrestd -a rest_auth/jwt -s openapi/v0.0.38 \
+      "127.0.0.1:$restd_port" >"$log_dir/slurmrestd.log" 2>&1 </dev/null &
+    echo $! >"$run_dir/slurmrestd.pid"
+  fi
   # A drain reason that carries Xid text, as GPU health checks write them.
   scontrol update NodeName=gpu-absent-1 State=DRAIN \
     Reason="Xid 79 GPU has fallen off the bus (PCI:0000:3b:00)" >/dev/null 2>&1 || true
   scontrol update NodeName=gpu-absent-2 State=DOWN Reason="Not responding" >/dev/null 2>&1 || true
-  export TRIAGE_TEST_SLURM=1
+  export TRIAGE_TEST_SLURM=1 TRIAGE_TEST_SLURMRESTD_URL="http://127.0.0.1:$restd_port"
 }
 
 _slurm_setup
