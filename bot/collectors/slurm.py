@@ -205,14 +205,14 @@ def _job_not_found(*, job_id: str, fetched: Fetched[Any], now: datetime) -> find
         text=(f"Slurm does not know job {job_id}: it was never accepted (rejected at submission), or it "
               f"finished longer ago than MinJobAge and was purged. {fetched.excerpt}").strip(),
         command=fetched.command, observed_at=now,
-        fields={"job_id": job_id, "found": False, "state": "NOT_FOUND", "category": "not_found",
+        fields={"job_id": job_id, "job": job_id, "found": False, "state": "NOT_FOUND", "category": "not_found",
                 "layer": "scheduler", "error": fetched.excerpt},
     )
 
 
 def _job_observation(*, job: SlurmJob, fetched: Fetched[Any], now: datetime) -> findings.Observation:
     fields: dict[str, Any] = {
-        "job_id": job.job_id, "found": True, "name": job.name, "user": job.user, "state": job.state,
+        "job_id": job.job_id, "job": job.job_id, "found": True, "name": job.name, "user": job.user, "state": job.state,
         "reason": job.reason_code, "reason_raw": job.reason_raw, "partition": job.partition, "qos": job.qos,
         "account": job.account, "nodes": list(job.nodes), "nodelist": job.nodelist,
         "req_nodes": list(job.req_nodes), "exc_nodes": list(job.exc_nodes), "dependency": job.dependency,
@@ -273,7 +273,7 @@ def _pending_observation(*, job: SlurmJob, partition: SlurmPartition | None, nod
     node_xids = {node.name: gpu_xid.xids_in_text(node.reason) for node in waited_for
                  if gpu_xid.xids_in_text(node.reason)}
     fields: dict[str, Any] = {
-        "job_id": job.job_id, "reason": reason.code, "reason_raw": job.reason_raw, "category": reason.category,
+        "job_id": job.job_id, "job": job.job_id, "reason": reason.code, "reason_raw": job.reason_raw, "category": reason.category,
         "meaning": reason.meaning, "unblock": reason.unblock.replace("<id>", job.job_id), "who": reason.who,
         "layer": "scheduler", "partition": job.partition,
         "partition_state": partition.state if partition else None,
