@@ -195,6 +195,8 @@ def minutes_from_slurm_duration(raw: Any) -> int | None:
         day_text, _, text = text.partition("-")
         days = int(day_text)
     parts = [int(part) for part in text.split(":")]
+    if days and len(parts) == 1:  # `days-hours`
+        parts = [parts[0], 0, 0]
     if len(parts) == 3:
         hours, minutes, seconds = parts
     elif len(parts) == 2:

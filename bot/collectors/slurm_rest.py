@@ -90,9 +90,13 @@ class RestBackend:
         jobs = data.get("jobs") or []
         if not jobs:
             errors = _errors(data)
-            unknown = "Invalid job id" in errors or "Unable to find" in errors
-            return Fetched(data=None, command=shown, excerpt=errors, error="" if unknown else errors or
-                           "slurmrestd returned no job")
+            # 2017 = ESLURM_INVALID_JOB_ID: the controller answered and does not know the job. A rejected or
+            # expired token surfaces as error -1 "Unspecified error" with the same "Unable to find" text.
+            if _error_numbers(data) & {2017} or "Invalid job id" in errors:
+                return Fetched(data=None, command=shown, excerpt=errors)
+            hint = " (slurmrestd could not ask the controller: check that the token is valid and not expired)"
+            return Fetched(data=None, command=shown, excerpt=errors,
+                           error=(errors or "slurmrestd returned no job") + hint)
         return Fetched(data=job_from_rest(jobs[0]), command=shown, excerpt=_excerpt(jobs[0]))
 
     def partition(self, *, name: str) -> Fetched[SlurmPartition | None]:
@@ -152,6 +156,11 @@ def _errors(data: dict[str, Any]) -> str:
         f"{item.get('error', '')}: {item.get('description', '')}".strip(": ")
         for item in data.get("errors") or [] if isinstance(item, dict)
     )
+
+
+def _error_numbers(data: dict[str, Any]) -> set[int]:
+    return {int(item["error_number"]) for item in data.get("errors") or []
+            if isinstance(item, dict) and isinstance(item.get("error_number"), int)}
 
 
 def _excerpt(item: dict[str, Any]) -> str:
