@@ -18,7 +18,7 @@ Classifier = Callable[[Sequence[Observation]], Diagnosis]
 def _default_classifier(observations: Sequence[Observation]) -> Diagnosis:
     """bot.classify when this build has it; otherwise say plainly that no verdict was drawn."""
     try:
-        from bot.classify import diagnose_observations  # noqa: PLC0415 - optional until merged
+        from bot.classify import diagnose_observations
     except ImportError:
         return Diagnosis(verdict=Verdict(
             layer=None, confidence=0.0,

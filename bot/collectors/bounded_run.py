@@ -46,7 +46,7 @@ def run_bounded(
     if shutil.which(args[0]) is None:
         return RunResult(argv=args, returncode=None, stdout="", stderr=f"{args[0]}: command not found",
                          elapsed_ms=0, missing=True)
-    process = subprocess.Popen(  # noqa: S603 - argv list, no shell
+    process = subprocess.Popen(
         args,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
