@@ -243,7 +243,7 @@ def parse_topology(text: str) -> Topology:
     """`nvidia-smi topo -m`: header of GPU/NIC columns, one row per device, then the legends."""
     lines = [_ANSI.sub("", line).rstrip() for line in text.splitlines()]
     header_index = next((index for index, line in enumerate(lines) if re.search(r"\bGPU0\b", line)
-                         and not line.lstrip().startswith("GPU0 ")), None)
+                         and not line.startswith("GPU0")), None)
     if header_index is None:
         raise GpuParseError("not `nvidia-smi topo -m` output: no GPU0 column header")
     columns = re.findall(r"\b(?:GPU\d+|NIC\d+|mlx5_\d+)\b", lines[header_index])
