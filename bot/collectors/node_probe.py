@@ -160,13 +160,17 @@ def _port(raw: dict[str, str]) -> IbPort:
 
 
 def parse_ib_write_bw(text: str) -> float | None:
-    """perftest result row `#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate` -> average Gb/s."""
-    values = None
+    """perftest result row under `#bytes #iterations BW peak[..] BW average[..] MsgRate` -> average in Gb/s."""
+    value = None
+    per_gbit = 1.0
     for line in text.splitlines():
+        if "BW average[" in line:
+            per_gbit = 1.0 if "BW average[Gb/sec]" in line else 8 / 1000  # MB/sec -> Gb/s
+            continue
         cells = line.split()
         if len(cells) >= 5 and cells[0].isdigit() and re.fullmatch(r"\d+(\.\d+)?", cells[3]):
-            values = float(cells[3])
-    return values
+            value = round(float(cells[3]) * per_gbit, 3)
+    return value
 
 
 def parse_iperf3_json(text: str) -> float | None:
