@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import xml.etree.ElementTree as ElementTree
 from datetime import datetime
 from typing import Any
+from xml.etree import ElementTree
 
 from bot import findings, gpu_xid
 
@@ -221,7 +221,7 @@ class Topology:
     def nearest_nic(self, gpu: str) -> tuple[str, str] | None:
         """(NIC, link) closest to this GPU by PCIe distance, or None without NICs."""
         row = self.matrix.get(gpu, {})
-        ranked = sorted(((_LINK_RANK.get(row.get(nic, ""), 9), nic) for nic in self.nics if nic in row))
+        ranked = sorted((_LINK_RANK.get(row.get(nic, ""), 9), nic) for nic in self.nics if nic in row)
         return (ranked[0][1], row[ranked[0][1]]) if ranked else None
 
     def problems(self) -> list[str]:

@@ -42,12 +42,15 @@ class SrunRunner:
     """`srun -w <node> -N1 -n1 --time=<cap>`: Slurm allocates, runs and kills at the cap."""
 
     partition: str | None = None
+    job_id: str | None = None  # run inside this running job's allocation (`--jobid --overlap`)
     name: str = "srun"
 
     def argv(self, *, node: str, command: Sequence[str], time_cap_seconds: float) -> list[str]:
         minutes = max(1, int((time_cap_seconds + 59) // 60))
         argv = ["srun", "-w", node, "-N1", "-n1", f"--time={minutes}", "--immediate=10", "--quiet"]
-        if self.partition:
+        if self.job_id:
+            argv += [f"--jobid={self.job_id}", "--overlap"]
+        elif self.partition:
             argv += ["-p", self.partition]
         return [*argv, "--", *command]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from bot import findings, gpu_xid, slurm_reasons
@@ -181,6 +182,26 @@ def collect_slurm_job(
         else:
             reports.append(_skipped("slurm.accounting", f"accounting not enabled: {accounting.message}"[:300]))
     return reports, observations, placement
+
+
+def read_job_output(*, path: str | None, job_id: str, max_bytes: int) -> tuple[str, str]:
+    """The tail of a job's stdout file as this host sees it (shared FS on a login node), and a note.
+
+    Returns (text, note): text is empty when the path is unset, unreadable or not a regular file.
+    """
+    if not path or path == "/dev/null":
+        return "", "job output: no StdOut file"
+    resolved = Path(path.replace("%j", job_id))
+    try:
+        if not resolved.is_file():
+            return "", f"job output: {resolved} is not visible from this host"
+        size = resolved.stat().st_size
+        with resolved.open("rb") as handle:
+            handle.seek(max(0, size - max_bytes))
+            data = handle.read(max_bytes)
+    except OSError as error:
+        return "", f"job output: cannot read {resolved} ({error.strerror})"
+    return data.decode("utf-8", "replace"), f"job output: last {len(data)} of {size} bytes of {resolved}"
 
 
 def _placement(job: SlurmJob) -> dict[str, str]:

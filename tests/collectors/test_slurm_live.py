@@ -247,3 +247,51 @@ def test_a_tight_item_bound_caps_the_nodes_looked_at_and_says_so(submit: Submit,
     assert nodes_report.truncated is True
     assert "1 of 2" in nodes_report.detail
     assert len([item for item in observations if item.kind == "slurm_node"]) == 1
+
+
+LAB_LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "fabric" / "lab-nccl-ib"
+H200_XML = Path(__file__).resolve().parents[1] / "fixtures" / "gpu" / "h200" / "nvidia-smi-q-x.xml"
+
+
+def test_nccl_errors_in_a_failed_jobs_output_are_placed_on_the_right_pair_of_hosts(tmp_path: Path) -> None:
+    output = tmp_path / "train-%j.out"
+    logs = [str(path) for path in sorted(LAB_LOGS.glob("*.log"))]
+    done = subprocess.run(["sbatch", "--parsable", "-o", str(output), "--wrap", f"cat {' '.join(logs)}; exit 1"],
+                          capture_output=True, text=True, timeout=15, check=True, cwd=tmp_path)
+    job_id = done.stdout.strip()
+    wait_for(job_id, states={"FAILED", "COMPLETED"})
+    report = diagnose_slurm(target=job_id, settings=load_settings())
+    observations = report.observations
+    scope = next(item for item in observations if item.kind == "fabric_scope").fields
+    assert (scope["scope"], scope["pair"]) == ("path-local", ["gpu-node-03", "gpu-node-07"])
+    assert any(item.kind == "log_tail" and "NCCL WARN" in item.text for item in observations)
+    output_report = next(item for item in report.collectors if item.name == "slurm.output")
+    assert output_report.outcome is CollectorOutcome.OK
+
+
+def test_an_opt_in_gpu_probe_runs_inside_the_running_job_through_srun(
+    submit: Submit, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A stand-in nvidia-smi on PATH that prints the real H200 capture; srun carries PATH to the node.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "nvidia-smi").write_text(f"#!/bin/sh\nexec cat {H200_XML}\n", encoding="utf-8")
+    (fake / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{__import__('os').environ['PATH']}")
+    job_id = submit("-p", "small", "-t", "5")
+    wait_for(job_id, states={"RUNNING"})
+    settings = load_settings(TRIAGE_NODE_PROBE_RUNNER="srun")
+    report = diagnose_slurm(target=job_id, settings=settings, probe_gpus=True)
+    health = [item for item in report.observations if item.kind == "gpu_health"]
+    assert [(item.fields["node"], item.fields["product"], item.fields["status"]) for item in health] == [
+        ("localhost", "NVIDIA H200", "ok")]
+    probe = next(item for item in report.collectors if item.name == "gpu.probe.localhost")
+    assert probe.outcome is CollectorOutcome.OK
+
+
+def test_without_a_configured_runner_the_gpu_probe_is_skipped_and_said_so(submit: Submit) -> None:
+    job_id = submit("-p", "small", "-t", "5")
+    wait_for(job_id, states={"RUNNING"})
+    report = diagnose_slurm(target=job_id, settings=load_settings(TRIAGE_NODE_PROBE_RUNNER="off"), probe_gpus=True)
+    assert any("gpu.probe" in line and "TRIAGE_NODE_PROBE_RUNNER" in line for line in report.not_checked)
+    assert not any(item.kind == "gpu_health" for item in report.observations)
