@@ -57,7 +57,11 @@ def _job_output(*, job: Observation, settings: Settings) -> tuple[list[Observati
 
 def _gpu_probe(*, job: Observation, settings: Settings) -> tuple[list[Observation], list[CollectorReport]]:
     """nvidia-smi -q -x on the job's first nodes through the configured runner (inside the job when running)."""
-    runner = node_probe.make_runner(setting=settings.node_probe_runner)
+    try:
+        runner = node_probe.make_runner(setting=settings.node_probe_runner, image=settings.node_probe_image)
+    except ValueError as error:
+        return [], [CollectorReport(name="gpu.probe", outcome=CollectorOutcome.SKIPPED, elapsed_ms=0,
+                                    detail=str(error))]
     if isinstance(runner, node_probe.SrunRunner) and job.fields.get("state") == "RUNNING":
         runner = node_probe.SrunRunner(job_id=str(job.fields["job_id"]))
     observations: list[Observation] = []
