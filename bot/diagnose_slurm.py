@@ -126,6 +126,11 @@ def diagnose_slurm(
         observations.extend(extra_gpu)
         reports.extend(gpu_reports)
     diagnosis = (classify or _default_classifier)(observations)
+    missing = next((item for item in observations if item.kind == "slurm_job" and item.fields.get("found") is False),
+                   None)
+    if missing is not None:
+        diagnosis = Diagnosis(verdict=Verdict(layer=None, confidence=0.0, summary=missing.text),
+                              findings=diagnosis.findings, unexplained=diagnosis.unexplained)
     not_checked = tuple(
         f"{report.name}: {report.outcome.value}" + (f" ({report.detail})" if report.detail else "")
         for report in reports if report.outcome is not CollectorOutcome.OK

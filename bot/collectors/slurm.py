@@ -344,8 +344,9 @@ def _partition_observation(*, partition: SlurmPartition, job: SlurmJob, fetched:
     limits = _partition_limits(partition)
     fields = {"partition": partition.name, "state": partition.state, "nodes": partition.nodes, **limits,
               "tres": partition.tres, "limit_violations": _limit_violations(job=job, partition=partition)}
-    text = (f"Partition {partition.name} State={partition.state} MaxNodes={partition.max_nodes or 'UNLIMITED'} "
-            f"MaxTime={partition.max_time} Nodes={partition.nodes}")
+    # Worded without `State=`: node-failure rules match that form in node lines, and this is a partition.
+    text = (f"Partition {partition.name} is {partition.state}; limits MaxNodes "
+            f"{partition.max_nodes or 'UNLIMITED'}, MaxTime {partition.max_time}; nodes {partition.nodes}")
     return findings.Observation(source=SOURCE, kind="slurm_partition", subject=f"partition:{partition.name}",
                                 text=text, command=fetched.command, observed_at=now, fields=fields)
 

@@ -199,6 +199,9 @@ def test_a_submission_slurm_rejects_leaves_no_job_and_triage_says_so(backend: Cl
     assert job.fields["category"] == "not_found"
     assert "rejected at submission" in job.text
     assert reports[0].outcome is CollectorOutcome.OK
+    verdict = diagnose_slurm(target="4000000000", settings=load_settings()).verdict
+    assert verdict.layer is None
+    assert "rejected at submission" in verdict.summary
 
 
 def test_a_failed_job_reports_its_exit_code_and_that_accounting_is_off(submit: Submit,
@@ -295,3 +298,12 @@ def test_without_a_configured_runner_the_gpu_probe_is_skipped_and_said_so(submit
     report = diagnose_slurm(target=job_id, settings=load_settings(TRIAGE_NODE_PROBE_RUNNER="off"), probe_gpus=True)
     assert any("gpu.probe" in line and "TRIAGE_NODE_PROBE_RUNNER" in line for line in report.not_checked)
     assert not any(item.kind == "gpu_health" for item in report.observations)
+
+
+@pytest.mark.parametrize("options", [("-H",), ("-p", "maint"), ("--begin=now+1hour",), ("-p", "small", "-N", "2")])
+def test_with_the_classifier_pending_jobs_land_in_the_scheduler_layer(submit: Submit, options: tuple[str, ...]) -> None:
+    pytest.importorskip("bot.classify", reason="the classifier is merged from another branch")
+    job_id = submit(*options)
+    wait_for(job_id, reason_not={"None", ""})
+    report = diagnose_slurm(target=job_id, settings=load_settings())
+    assert report.verdict.layer is not None and report.verdict.layer.value == "scheduler"
