@@ -18,6 +18,9 @@ def _register_all() -> None:
 
     for module in (cli_incidents,):
         module.register(app)
+    from handlers import cli_fabric  # noqa: PLC0415
+
+    cli_fabric.register(app)
 
 
 def main() -> None:
