@@ -15,6 +15,7 @@ from bot.findings import Observation, utcnow
 
 EXIT_BAD_INPUT, EXIT_REFUSED, EXIT_PROBE_FAILED = 2, 5, 6
 MAX_LOG_FILE_BYTES = 8_000_000
+_FILES_HELP = "log files; a file's name (without suffix) is its host unless its NCCL lines name one"
 
 
 def _fail(message: str, *, code: int) -> typer.Exit:
@@ -62,8 +63,7 @@ def register(app: typer.Typer) -> None:
 
     @group.command("logs")
     def logs(
-        files: list[Path] = typer.Argument(..., help="log files; a file's name (without suffix) is its host "
-                                                      "unless its NCCL lines name one"),
+        files: list[Path] = typer.Argument(..., help=_FILES_HELP),  # noqa: B008
         as_json: bool = typer.Option(False, "--json", help="print observations as JSON"),
     ) -> None:
         """Find NCCL transport errors and timeouts, map them to hosts and peers, and say node/path/fabric scope."""
