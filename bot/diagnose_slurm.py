@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from bot.collectors import fabric, gpu, node_probe, slurm
+from bot.collectors import dcgm_metrics, fabric, gpu, node_probe, slurm
 from bot.collectors.slurm_model import SlurmBackend
 from bot.config import Settings
 from bot.findings import CollectorOutcome, CollectorReport, Observation, Verdict, utcnow
@@ -93,6 +93,26 @@ def _gpu_probe(*, job: Observation, settings: Settings) -> tuple[list[Observatio
     return observations, reports
 
 
+def _dcgm(*, observations: list[Observation], settings: Settings) -> tuple[list[Observation], CollectorReport]:
+    """DCGM exporter series for the job's nodes (allocated and waited-for), when Prometheus is configured."""
+    nodes = list(dict.fromkeys(str(item.fields["node"]) for item in observations if item.kind == "slurm_node"))
+    nodes = nodes[: settings.bounds.max_items_per_list]
+    if not settings.prometheus_url or not nodes:
+        detail = "TRIAGE_PROMETHEUS_URL not set" if not settings.prometheus_url else "no nodes to look up"
+        return [], CollectorReport(name="gpu.dcgm", outcome=CollectorOutcome.SKIPPED, elapsed_ms=0, detail=detail)
+    started = time.monotonic()
+    try:
+        samples = dcgm_metrics.query_node_series(prometheus_url=settings.prometheus_url, nodes=nodes,
+                                                 timeout_seconds=settings.bounds.call_timeout_seconds)
+    except dcgm_metrics.MetricsUnavailable as error:
+        return [], CollectorReport(name="gpu.dcgm", outcome=CollectorOutcome.ERROR,
+                                   elapsed_ms=int((time.monotonic() - started) * 1000), detail=str(error))
+    found = dcgm_metrics.dcgm_observations(samples=samples, observed_at=utcnow(),
+                                           prometheus_url=settings.prometheus_url)
+    return found, CollectorReport(name="gpu.dcgm", outcome=CollectorOutcome.OK,
+                                  elapsed_ms=int((time.monotonic() - started) * 1000), items=len(samples))
+
+
 def diagnose_slurm(
     *,
     target: Target | str,
@@ -121,6 +141,10 @@ def diagnose_slurm(
         extra, report = _job_output(job=job, settings=settings)
         observations.extend(extra)
         reports.append(report)
+    if job is not None:
+        extra_dcgm, dcgm_report = _dcgm(observations=observations, settings=settings)
+        observations.extend(extra_dcgm)
+        reports.append(dcgm_report)
     if job is not None and probe_gpus:
         extra_gpu, gpu_reports = _gpu_probe(job=job, settings=settings)
         observations.extend(extra_gpu)
