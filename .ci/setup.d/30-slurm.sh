@@ -4,6 +4,10 @@
 # absent nodes (listed BEFORE localhost) that stay DOWN, one drained with an Xid reason, to produce
 # ReqNodeNotAvail; partition `maint` is DOWN (PartitionDown); partition `small` has tight limits.
 
+_slurm_port_open() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
 _slurm_setup() {
   local conf_dir=/etc/slurm state_dir=/var/spool/slurmctld spool_dir=/var/spool/slurmd
   local log_dir=/var/log/slurm run_dir=/run/slurm dev_dir=/run/triage-fake-gpu
@@ -23,7 +27,7 @@ _slurm_setup() {
   if [ -s "$run_dir/slurmctld.pid" ] && kill -0 "$(cat "$run_dir/slurmctld.pid")" 2>/dev/null \
     && [ -s "$run_dir/slurmd.pid" ] && kill -0 "$(cat "$run_dir/slurmd.pid")" 2>/dev/null \
     && [ -s "$run_dir/slurmrestd.pid" ] && kill -0 "$(cat "$run_dir/slurmrestd.pid")" 2>/dev/null \
-    && timeout 5 sinfo -h >/dev/null 2>&1; then
+    && _slurm_port_open "$restd_port" && timeout 5 sinfo -h >/dev/null 2>&1; then
     export TRIAGE_TEST_SLURM=1 TRIAGE_TEST_SLURMRESTD_URL="http://127.0.0.1:$restd_port"
     return 0
   fi
@@ -125,11 +129,22 @@ EOF
     tail -n 20 "$log_dir/slurmctld.log" >&2 || true
     return 1
   fi
-  # slurmrestd refuses to run as root; it needs no token of its own with rest_auth/jwt.
-  if ! { [ -s "$run_dir/slurmrestd.pid" ] && kill -0 "$(cat "$run_dir/slurmrestd.pid")" 2>/dev/null; }; then
-    SLURM_JWT=daemon setsid runuser -u nobody -- /usr/sbin/slurmrestd -a rest_auth/jwt -s openapi/v0.0.38 \
-      "127.0.0.1:$restd_port" >"$log_dir/slurmrestd.log" 2>&1 </dev/null &
+  # slurmrestd refuses to run as root; setpriv execs it as nobody so the PID file names slurmrestd itself.
+  if ! { [ -s "$run_dir/slurmrestd.pid" ] && kill -0 "$(cat "$run_dir/slurmrestd.pid")" 2>/dev/null \
+    && _slurm_port_open "$restd_port"; }; then
+    if [ -s "$run_dir/slurmrestd.pid" ]; then kill "$(cat "$run_dir/slurmrestd.pid")" 2>/dev/null || true; fi
+    SLURM_JWT=daemon setsid setpriv --reuid=nobody --regid=nogroup --clear-groups \
+      /usr/sbin/slurmrestd -a rest_auth/jwt -s openapi/v0.0.38 "127.0.0.1:$restd_port" \
+      >"$log_dir/slurmrestd.log" 2>&1 </dev/null &
     echo $! >"$run_dir/slurmrestd.pid"
+    for attempt in $(seq 1 40); do
+      _slurm_port_open "$restd_port" && break
+      sleep 0.25
+    done
+    if ! _slurm_port_open "$restd_port"; then
+      echo "30-slurm.sh: slurmrestd does not listen on $restd_port" >&2; tail -n 20 "$log_dir/slurmrestd.log" >&2 || true
+      return 1
+    fi
   fi
   # A drain reason that carries Xid text, as GPU health checks write them.
   scontrol update NodeName=gpu-absent-1 State=DRAIN \
@@ -139,4 +154,4 @@ EOF
 }
 
 _slurm_setup
-unset -f _slurm_setup
+unset -f _slurm_setup _slurm_port_open
