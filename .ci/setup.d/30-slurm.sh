@@ -16,15 +16,17 @@ _slurm_setup() {
 
   if ! command -v slurmctld >/dev/null 2>&1 || ! command -v sinfo >/dev/null 2>&1 \
     || ! command -v munged >/dev/null 2>&1 || ! command -v slurmd >/dev/null 2>&1 \
-    || ! command -v slurmrestd >/dev/null 2>&1 || [ ! -e /usr/lib/x86_64-linux-gnu/slurm-wlm/auth_jwt.so ]; then
-    if ! apt-get install -y -q --no-install-recommends slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin >/dev/null 2>&1; then
+    || ! command -v slurmrestd >/dev/null 2>&1 || [ ! -e /usr/lib/x86_64-linux-gnu/slurm-wlm/auth_jwt.so ] \
+    || ! command -v slurmdbd >/dev/null 2>&1 || ! command -v mariadbd >/dev/null 2>&1; then
+    if ! apt-get install -y -q --no-install-recommends slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin slurmdbd mariadb-server >/dev/null 2>&1; then
       apt-get update -q >/dev/null
-      apt-get install -y -q --no-install-recommends slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin >/dev/null
+      apt-get install -y -q --no-install-recommends slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin slurmdbd mariadb-server >/dev/null
     fi
   fi
 
   # Already up and answering: nothing to do.
   if [ -s "$run_dir/slurmctld.pid" ] && kill -0 "$(cat "$run_dir/slurmctld.pid")" 2>/dev/null \
+    && _slurm_port_open 6819 \
     && [ -s "$run_dir/slurmd.pid" ] && kill -0 "$(cat "$run_dir/slurmd.pid")" 2>/dev/null \
     && [ -s "$run_dir/slurmrestd.pid" ] && kill -0 "$(cat "$run_dir/slurmrestd.pid")" 2>/dev/null \
     && _slurm_port_open "$restd_port" && timeout 5 sinfo -h >/dev/null 2>&1; then
@@ -73,8 +75,11 @@ SlurmctldLogFile=${log_dir}/slurmctld.log
 SlurmdLogFile=${log_dir}/slurmd.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/linux
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStorageTRES=gres/gpu
+AccountingStorageEnforce=associations,limits,qos
 JobCompType=jobcomp/none
 SchedulerType=sched/backfill
 SchedulerParameters=bf_interval=5
@@ -92,7 +97,7 @@ KillWait=2
 MpiDefault=none
 # Absent nodes first (slurmd on this host must not take their names); nothing listens on their port.
 NodeName=gpu-absent-[1-2] NodeAddr=127.0.0.2 Port=6899 CPUs=8 RealMemory=4000 Gres=gpu:h200:8 State=DOWN
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=4 RealMemory=2000 Gres=gpu:h200:2 State=UNKNOWN
+NodeName=localhost NodeAddr=127.0.0.1 CPUs=16 RealMemory=16000 Gres=gpu:h200:2 State=UNKNOWN
 PartitionName=gpu Nodes=gpu-absent-[1-2],localhost Default=YES MaxTime=INFINITE State=UP
 PartitionName=maint Nodes=localhost MaxTime=INFINITE State=DOWN
 PartitionName=small Nodes=localhost MaxNodes=1 MaxTime=00:10:00 State=UP
@@ -103,6 +108,40 @@ NodeName=localhost Name=gpu Type=h200 File=${dev_dir}/nvidia[0-1]
 EOF
   # No cgroup.conf: 22.05 autodetects (it has no CgroupPlugin=disabled), and the plugins above avoid cgroups.
   rm -f "$conf_dir/cgroup.conf"
+
+  # Accounting: MariaDB (socket only) behind slurmdbd, so sacct answers and QOS limits apply.
+  if ! mariadb -e "select 1" >/dev/null 2>&1; then
+    mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld
+    setsid /usr/sbin/mariadbd --user=mysql --skip-networking --pid-file=/run/mysqld/mysqld.pid \
+      --socket=/run/mysqld/mysqld.sock >"$log_dir/mariadb.log" 2>&1 </dev/null &
+    for attempt in $(seq 1 60); do
+      mariadb -e "select 1" >/dev/null 2>&1 && break
+      sleep 0.5
+    done
+  fi
+  mariadb -e "CREATE DATABASE IF NOT EXISTS slurm_acct_db; CREATE USER IF NOT EXISTS 'slurm'@'localhost'
+    IDENTIFIED BY 'triage-test'; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';"
+  printf '%s\n' "AuthType=auth/munge" "DbdHost=localhost" "DbdAddr=127.0.0.1" "SlurmUser=root" \
+    "PidFile=${run_dir}/slurmdbd.pid" "LogFile=${log_dir}/slurmdbd.log" "StorageType=accounting_storage/mysql" \
+    "StorageHost=localhost" "StorageUser=slurm" "StoragePass=triage-test" "StorageLoc=slurm_acct_db" \
+    >"$conf_dir/slurmdbd.conf"
+  chmod 0600 "$conf_dir/slurmdbd.conf"
+  if ! { [ -s "$run_dir/slurmdbd.pid" ] && kill -0 "$(cat "$run_dir/slurmdbd.pid")" 2>/dev/null; }; then
+    if ! /usr/sbin/slurmdbd; then
+      echo "30-slurm.sh: slurmdbd did not start" >&2; tail -n 20 "$log_dir/slurmdbd.log" >&2 || true
+      return 1
+    fi
+  fi
+  for attempt in $(seq 1 60); do
+    _slurm_port_open 6819 && break
+    sleep 0.5
+  done
+  # Cluster, account, user, and a QOS allowing one job per user (to produce a QOS-limit pending reason).
+  sacctmgr -i add cluster triage-test >/dev/null 2>&1 || true
+  sacctmgr -i add account triage Cluster=triage-test Description=tests Organization=tests >/dev/null 2>&1 || true
+  sacctmgr -i add qos onejob MaxJobsPerUser=1 >/dev/null 2>&1 || true
+  sacctmgr -i add user root Account=triage Cluster=triage-test >/dev/null 2>&1 || true
+  sacctmgr -i modify user root set QOS+=onejob >/dev/null 2>&1 || true
 
   if ! { [ -s "$run_dir/slurmctld.pid" ] && kill -0 "$(cat "$run_dir/slurmctld.pid")" 2>/dev/null; }; then
     if ! /usr/sbin/slurmctld -c -i; then

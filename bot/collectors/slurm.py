@@ -387,14 +387,15 @@ def _drain_reason_xids(*, node: SlurmNode, now: datetime) -> list[findings.Obser
 
 
 def _failing_step(steps: tuple[SlurmStep, ...]) -> SlurmStep | None:
-    """The first step (not the job line) that failed, by state or exit code."""
+    """The first failed step: numbered (srun) steps first, since the batch step fails when any of them does."""
     bad_states = {"FAILED", "OUT_OF_MEMORY", "NODE_FAIL", "TIMEOUT", "CANCELLED", "BOOT_FAIL"}
-    for step in steps:
-        if "." not in step.step_id:
-            continue
-        if step.state in bad_states or (step.exit_code or 0) != 0 or (step.exit_signal or 0) != 0:
-            return step
-    return None
+
+    def failed(step: SlurmStep) -> bool:
+        return step.state in bad_states or (step.exit_code or 0) != 0 or (step.exit_signal or 0) != 0
+
+    numbered = [step for step in steps if step.step_id.rpartition(".")[2].isdigit() and "." in step.step_id]
+    others = [step for step in steps if "." in step.step_id and step not in numbered]
+    return next((step for step in (*numbered, *others) if failed(step)), None)
 
 
 def _step_observation(*, step: SlurmStep, job: SlurmJob, command: str, now: datetime,

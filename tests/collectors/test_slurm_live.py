@@ -204,19 +204,36 @@ def test_a_submission_slurm_rejects_leaves_no_job_and_triage_says_so(backend: Cl
     assert "rejected at submission" in verdict.summary
 
 
-def test_a_failed_job_reports_its_exit_code_and_that_accounting_is_off(submit: Submit,
-                                                                      backend: CliBackend) -> None:
-    job_id = submit(wrap="exit 3")
+def test_a_failed_job_reports_its_exit_code_and_the_step_that_failed(submit: Submit, backend: CliBackend) -> None:
+    job_id = submit(wrap="srun -n1 true; srun -n1 false; exit 2")
     wait_for(job_id, states={"FAILED", "COMPLETED"})
-    reports, by_kind, _ = _triage(job_id, backend)
+    stop = time.monotonic() + 30
+    while True:  # slurmdbd records the job a moment after it ends
+        reports, by_kind, _ = _triage(job_id, backend)
+        if len(by_kind.get("slurm_step", [])) >= 3 or time.monotonic() > stop:
+            break
+        time.sleep(0.5)
     job = by_kind["slurm_job"][0].fields
     assert job["state"] == "FAILED"
-    assert (job["exit_code"], job["signal"]) == (3, 0)
+    assert (job["exit_code"], job["signal"]) == (2, 0)
     assert (job["category"], job["layer"]) == ("application_exit", "workflow")
-    assert by_kind["slurm_accounting"][0].fields["enabled"] is False
-    accounting = next(report for report in reports if report.name == "slurm.accounting")
-    assert accounting.outcome is CollectorOutcome.SKIPPED
-    assert "accounting" in accounting.detail
+    assert by_kind["slurm_accounting"][0].fields["enabled"] is True
+    failing = [step.fields for step in by_kind["slurm_step"] if step.fields["failing"]]
+    assert [(step["step_id"], step["name"], step["exit_code"]) for step in failing] == [(f"{job_id}.1", "false", 1)]
+    assert next(r for r in reports if r.name == "slurm.accounting").outcome is CollectorOutcome.OK
+
+
+def test_a_job_over_its_qos_limit_waits_on_policy_and_names_the_limit(submit: Submit, backend: CliBackend) -> None:
+    first = submit("--qos=onejob")
+    second = submit("--qos=onejob")
+    wait_for(first, states={"RUNNING"})
+    wait_for(second, reason_not={"None", ""})
+    pending = _triage(second, backend)[1]["slurm_pending_reason"][0].fields
+    assert pending["reason"] == "QOSMaxJobsPerUserLimit"
+    assert pending["category"] == "policy"
+    assert "sacctmgr show qos" in pending["unblock"]
+    job = _triage(second, backend)[1]["slurm_job"][0].fields
+    assert job["qos"] == "onejob"
 
 
 def test_a_running_job_lists_its_live_steps(submit: Submit, backend: CliBackend) -> None:

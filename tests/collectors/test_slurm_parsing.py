@@ -148,3 +148,19 @@ def test_an_unknown_reason_is_not_guessed() -> None:
 ])
 def test_slurm_durations_become_minutes(raw: str, minutes: int | None) -> None:
     assert minutes_from_slurm_duration(raw) == minutes
+
+
+def test_sacct_rows_give_each_steps_state_and_exit_code() -> None:
+    rows = slurm_parse.parse_sacct_parsable(_text("sacct_failed_step.txt"), columns=slurm_cli.SACCT_COLUMNS)
+    steps = [slurm_cli.step_from_sacct(row) for row in rows]
+    assert [(step.step_id.split(".", 1)[-1], step.state, step.exit_code) for step in steps] == [
+        (steps[0].step_id, "FAILED", 2), ("batch", "FAILED", 2), ("0", "COMPLETED", 0), ("1", "FAILED", 1)]
+    assert steps[3].name == "false" and steps[3].nodelist == "localhost"
+
+
+def test_the_failing_step_is_the_srun_step_not_the_batch_step_that_failed_because_of_it() -> None:
+    from bot.collectors.slurm import _failing_step
+
+    rows = slurm_parse.parse_sacct_parsable(_text("sacct_failed_step.txt"), columns=slurm_cli.SACCT_COLUMNS)
+    failing = _failing_step(tuple(slurm_cli.step_from_sacct(row) for row in rows))
+    assert failing is not None and failing.step_id.endswith(".1")

@@ -88,3 +88,23 @@ def test_settings_pick_the_rest_backend_when_asked(token: str) -> None:
     with pytest.raises(ValueError, match="SLURM_JWT"):
         slurm.make_backend(settings=load_settings(TRIAGE_SLURM_BACKEND="rest", TRIAGE_SLURMRESTD_URL=URL,
                                                   SLURM_JWT=None))
+
+
+def test_without_the_slurmdb_plugin_rest_accounting_is_reported_as_not_enabled(token: str, tmp_path: Path) -> None:
+    done = subprocess.run(["sbatch", "--parsable", "-o", "/dev/null", "--wrap", "exit 3"], capture_output=True,
+                          text=True, timeout=15, check=True, cwd=tmp_path)
+    job_id = done.stdout.strip()
+    stop = time.monotonic() + 30
+    while time.monotonic() < stop:
+        state = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True, text=True,
+                               timeout=10, check=False).stdout.strip()
+        if not state:
+            break
+        time.sleep(0.5)
+    backend = RestBackend(base_url=URL, token=token, user="root", timeout_seconds=10)
+    reports, observations, _ = slurm.collect_slurm_job(job_id=job_id, bounds=SnapshotBounds(), backend=backend)
+    job = next(item for item in observations if item.kind == "slurm_job").fields
+    assert (job["state"], job["exit_code"]) == ("FAILED", 3)
+    accounting = next(item for item in observations if item.kind == "slurm_accounting").fields
+    assert accounting["enabled"] is False
+    assert next(r for r in reports if r.name == "slurm.accounting").outcome is CollectorOutcome.SKIPPED
