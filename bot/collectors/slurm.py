@@ -244,7 +244,7 @@ def _job_observation(*, job: SlurmJob, fetched: Fetched[Any], now: datetime) -> 
         "tres_req": job.tres_req, "tres_alloc": job.tres_alloc, "gres_req": job.gres_req,
         "gres_alloc": list(job.gres_alloc), "exit_code": job.exit_code, "signal": job.exit_signal,
         "derived_exit_code": job.derived_exit_code, "batch_host": job.batch_host, "restarts": job.restarts,
-        "stdout_path": job.std_out,
+        "stdout_path": job.std_out, "array_job_id": job.array_job_id, "array_task_id": job.array_task_id,
     }
     if job.pending:
         fields["category"] = slurm_reasons.classify_pending_reason(job.reason_code).category

@@ -193,6 +193,8 @@ def job_from_scontrol(line: str) -> SlurmJob:
         restarts=_int(record.get("Restarts")),
         work_dir=parse.value(record, "WorkDir"),
         std_out=parse.value(record, "StdOut"),
+        array_job_id=parse.value(record, "ArrayJobId"),
+        array_task_id=parse.value(record, "ArrayTaskId"),
     )
 
 

@@ -59,6 +59,8 @@ class SlurmJob:
     restarts: int | None = None
     work_dir: str | None = None
     std_out: str | None = None
+    array_job_id: str | None = None
+    array_task_id: str | None = None
 
     @property
     def pending(self) -> bool:

@@ -260,6 +260,9 @@ def job_from_rest(item: dict[str, Any]) -> SlurmJob:
         restarts=_number(item.get("restart_cnt")),
         work_dir=_text(item.get("current_working_directory")),
         std_out=_text(item.get("standard_output")),
+        array_job_id=str(_number(item.get("array_job_id"))) if _number(item.get("array_job_id")) else None,
+        array_task_id=_text(item.get("array_task_string")) or (
+            str(_number(item.get("array_task_id"))) if _number(item.get("array_task_id")) is not None else None),
     )
 
 

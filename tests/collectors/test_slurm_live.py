@@ -180,6 +180,15 @@ def test_partition_limits_are_named_when_a_job_asks_for_more_than_the_partition_
     assert any("MaxTime=00:10:00" in item for item in time_pending["limit_violations"])
 
 
+def test_one_task_of_a_held_array_is_triaged_by_its_array_id(submit: Submit, backend: CliBackend) -> None:
+    array_id = submit("--array=0-2", "-H")
+    report = diagnose_slurm(target=f"slurm:{array_id}_1", settings=load_settings())
+    job = next(item for item in report.observations if item.kind == "slurm_job").fields
+    assert (job["array_job_id"], job["array_task_id"]) == (array_id, "1")
+    pending = next(item for item in report.observations if item.kind == "slurm_pending_reason").fields
+    assert (pending["reason"], pending["category"]) == ("JobHeldUser", "held")
+
+
 def test_a_job_with_a_future_begin_time_waits_on_begin_time(submit: Submit, backend: CliBackend) -> None:
     job_id = submit("--begin=now+1hour")
     wait_for(job_id, reason_not={"None", ""})
