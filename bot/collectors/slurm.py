@@ -121,6 +121,7 @@ def collect_slurm_job(
     observations.append(_job_observation(job=job, fetched=fetched_job, now=now))
 
     partition: SlurmPartition | None = None
+    partition_states: dict[str, int] = {}
     if job.partition and not clock.expired():
         started = time.monotonic()
         # A job may name several partitions (`-p a,b`); the first is the one scontrol reports it in.
@@ -129,8 +130,9 @@ def collect_slurm_job(
         reports.append(_report(name="slurm.partition", fetched=fetched_partition, started=started,
                                items=int(bool(partition))))
         if partition:
+            partition_states = backend.partition_node_states(name=partition.name).data
             observations.append(_partition_observation(partition=partition, job=job, fetched=fetched_partition,
-                                                       now=now))
+                                                       now=now, node_states=partition_states))
     elif job.partition:
         reports.append(_skipped("slurm.partition", "snapshot deadline reached"))
 
@@ -156,7 +158,8 @@ def collect_slurm_job(
         reports.append(_skipped("slurm.nodes", "snapshot deadline reached"))
 
     if job.pending:
-        observations.append(_pending_observation(job=job, partition=partition, nodes=nodes, now=now))
+        observations.append(_pending_observation(job=job, partition=partition, nodes=nodes, now=now,
+                                                 partition_node_states=partition_states))
 
     if job.state == "RUNNING" and not clock.expired():
         started = time.monotonic()
@@ -286,7 +289,7 @@ def _job_text(job: SlurmJob) -> str:
 
 
 def _pending_observation(*, job: SlurmJob, partition: SlurmPartition | None, nodes: list[SlurmNode],
-                         now: datetime) -> findings.Observation:
+                         now: datetime, partition_node_states: dict[str, int] | None = None) -> findings.Observation:
     reason = slurm_reasons.classify_pending_reason(job.reason_code)
     waited_for = [node for node in nodes if node.name in job.unavailable_nodes or node.name in job.req_nodes]
     node_reasons = {node.name: node.reason for node in waited_for if node.reason}
@@ -304,6 +307,7 @@ def _pending_observation(*, job: SlurmJob, partition: SlurmPartition | None, nod
         "begin_time": _iso(job.eligible_time) if reason.code == "BeginTime" else None,
     }
     if partition:
+        fields["partition_node_states"] = partition_node_states or {}
         fields["partition_limits"] = _partition_limits(partition)
         fields["limit_violations"] = _limit_violations(job=job, partition=partition)
         if partition.name:
@@ -340,13 +344,16 @@ def _limit_violations(*, job: SlurmJob, partition: SlurmPartition) -> list[str]:
 
 
 def _partition_observation(*, partition: SlurmPartition, job: SlurmJob, fetched: Fetched[Any],
-                           now: datetime) -> findings.Observation:
+                           now: datetime, node_states: dict[str, int]) -> findings.Observation:
     limits = _partition_limits(partition)
     fields = {"partition": partition.name, "state": partition.state, "nodes": partition.nodes, **limits,
-              "tres": partition.tres, "limit_violations": _limit_violations(job=job, partition=partition)}
+              "tres": partition.tres, "limit_violations": _limit_violations(job=job, partition=partition),
+              "node_states": node_states}
     # Worded without `State=`: node-failure rules match that form in node lines, and this is a partition.
     text = (f"Partition {partition.name} is {partition.state}; limits MaxNodes "
             f"{partition.max_nodes or 'UNLIMITED'}, MaxTime {partition.max_time}; nodes {partition.nodes}")
+    if node_states:
+        text += " (" + ", ".join(f"{count} {state}" for state, count in sorted(node_states.items())) + ")"
     return findings.Observation(source=SOURCE, kind="slurm_partition", subject=f"partition:{partition.name}",
                                 text=text, command=fetched.command, observed_at=now, fields=fields)
 

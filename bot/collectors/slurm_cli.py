@@ -72,6 +72,19 @@ class CliBackend:
         return Fetched(data=partition_from_scontrol(records[0]) if records else None, command=shown,
                        excerpt=result.stdout.strip()[:4000])
 
+    def partition_node_states(self, *, name: str) -> Fetched[dict[str, int]]:
+        """`sinfo -h -p <p> -o '%T|%D'`: node counts per state (aggregated by sinfo, so small)."""
+        argv = ["sinfo", "-h", "-p", name, "-o", "%T|%D"]
+        result = self._run(argv)
+        counts: dict[str, int] = {}
+        for line in result.stdout.splitlines():
+            state, _, count = line.partition("|")
+            if count.strip().isdigit():
+                key = state.strip().rstrip("*~#!%$@^-").lower()
+                counts[key] = counts.get(key, 0) + int(count)
+        return Fetched(data=counts, command=f"sinfo -p {name} -o '%T %D'", excerpt=result.stdout.strip()[:2000],
+                       error="" if result.ok else _error(result))
+
     def nodes(self, *, names: list[str]) -> Fetched[list[SlurmNode]]:
         """`scontrol -o show node a,b,c` (one call for all names)."""
         if not names:

@@ -180,6 +180,10 @@ class SlurmBackend(Protocol):
         """The job's steps from accounting, or `enabled=False` with the reason."""
         ...
 
+    def partition_node_states(self, *, name: str) -> Fetched[dict[str, int]]:
+        """How many of the partition's nodes are in each state (idle, mixed, allocated, drained, down...)."""
+        ...
+
 
 def minutes_from_slurm_duration(raw: Any) -> int | None:
     """`1-02:03:04`, `02:03:04`, `10:00` (min:sec), `UNLIMITED` -> whole minutes (None when unlimited)."""

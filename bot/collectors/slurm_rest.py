@@ -120,6 +120,11 @@ class RestBackend:
                 shown = shown_one
         return Fetched(data=nodes, command=shown, error="; ".join(errors))
 
+    def partition_node_states(self, *, name: str) -> Fetched[dict[str, int]]:
+        """Not read over REST: v0.0.38 would have to list every node of the cluster to count them."""
+        return Fetched(data={}, command=f"sinfo -p {name} -o '%T %D'",
+                       error="node state counts are not read over slurmrestd (it would list every node)")
+
     def steps(self, *, job_id: str) -> Fetched[list[SlurmStep]]:
         """slurmrestd's v0.0.38 has no live-step endpoint: say so rather than guess."""
         return Fetched(data=[], command=f"scontrol show step {job_id}",

@@ -37,6 +37,9 @@ class RecordedBackend:
     def partition(self, *, name: str) -> Fetched[SlurmPartition | None]:
         return Fetched(data=None, command=f"scontrol show partition {name}")
 
+    def partition_node_states(self, *, name: str) -> Fetched[dict[str, int]]:
+        return Fetched(data={}, command="sinfo")
+
     def nodes(self, *, names: list[str]) -> Fetched[list[SlurmNode]]:
         return Fetched(data=[], command="scontrol show node")
 

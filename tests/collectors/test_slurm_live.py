@@ -109,6 +109,8 @@ def test_a_job_waiting_for_gpus_is_pending_on_resources_with_capacity_category(
     pending = by_kind["slurm_pending_reason"][0].fields
     assert pending["reason"] == "Resources"
     assert pending["category"] == "capacity"
+    # localhost is busy with the blocker (mixed), one absent node drained, one down: no capacity anywhere.
+    assert pending["partition_node_states"] == {"drained": 1, "down": 1, "mixed": 1}
     assert pending["layer"] == "scheduler"
     assert by_kind["slurm_job"][0].fields["gres_req"] == "gres:gpu:1"
 
