@@ -27,31 +27,52 @@ def _default_classifier(observations: Sequence[Observation]) -> Diagnosis:
     try:
         from bot.classify import diagnose_observations
     except ImportError:
-        return Diagnosis(verdict=Verdict(
-            layer=None, confidence=0.0,
-            summary=f"Classifier not available in this build; {len(observations)} Slurm observations "
-                    "collected, no verdict drawn."), findings=())
+        return Diagnosis(
+            verdict=Verdict(
+                layer=None,
+                confidence=0.0,
+                summary=f"Classifier not available in this build; {len(observations)} Slurm observations "
+                "collected, no verdict drawn.",
+            ),
+            findings=(),
+        )
     return diagnose_observations(observations)
 
 
 def _job_output(*, job: Observation, settings: Settings) -> tuple[list[Observation], CollectorReport]:
     """The job's stdout tail as a log_tail observation plus any NCCL fabric errors in it."""
     started = time.monotonic()
-    text, note = slurm.read_job_output(path=job.fields.get("stdout_path"), job_id=str(job.fields["job_id"]),
-                                       max_bytes=settings.bounds.max_log_bytes_per_container)
+    text, note = slurm.read_job_output(
+        path=job.fields.get("stdout_path"),
+        job_id=str(job.fields["job_id"]),
+        max_bytes=settings.bounds.max_log_bytes_per_container,
+    )
     if not text:
-        return [], CollectorReport(name="slurm.output", outcome=CollectorOutcome.SKIPPED, elapsed_ms=0, detail=note)
+        return [], CollectorReport(
+            name="slurm.output", outcome=CollectorOutcome.SKIPPED, elapsed_ms=0, detail=note
+        )
     now = utcnow()
     host = job.fields.get("batch_host") or "batch-host"
     lines = text.splitlines()
-    found = fabric.fabric_observations(logs={host: text}, observed_at=now, subject=job.subject,
-                                       max_events=settings.bounds.max_items_per_list)
-    tail = Observation(source="slurm", kind="log_tail", subject=job.subject,
-                       text="\n".join(lines[-TAIL_LINES_KEPT:]),
-                       command=f"tail -n {TAIL_LINES_KEPT} {job.fields.get('stdout_path')}", observed_at=now,
-                       fields={"lines": len(lines), "bytes": len(text.encode()), "node": host, "note": note})
-    report = CollectorReport(name="slurm.output", outcome=CollectorOutcome.OK,
-                             elapsed_ms=int((time.monotonic() - started) * 1000), items=len(found) + 1, detail=note)
+    found = fabric.fabric_observations(
+        logs={host: text}, observed_at=now, subject=job.subject, max_events=settings.bounds.max_items_per_list
+    )
+    tail = Observation(
+        source="slurm",
+        kind="log_tail",
+        subject=job.subject,
+        text="\n".join(lines[-TAIL_LINES_KEPT:]),
+        command=f"tail -n {TAIL_LINES_KEPT} {job.fields.get('stdout_path')}",
+        observed_at=now,
+        fields={"lines": len(lines), "bytes": len(text.encode()), "node": host, "note": note},
+    )
+    report = CollectorReport(
+        name="slurm.output",
+        outcome=CollectorOutcome.OK,
+        elapsed_ms=int((time.monotonic() - started) * 1000),
+        items=len(found) + 1,
+        detail=note,
+    )
     return [tail, *found], report
 
 
@@ -60,8 +81,11 @@ def _gpu_probe(*, job: Observation, settings: Settings) -> tuple[list[Observatio
     try:
         runner = node_probe.make_runner(setting=settings.node_probe_runner, image=settings.node_probe_image)
     except ValueError as error:
-        return [], [CollectorReport(name="gpu.probe", outcome=CollectorOutcome.SKIPPED, elapsed_ms=0,
-                                    detail=str(error))]
+        return [], [
+            CollectorReport(
+                name="gpu.probe", outcome=CollectorOutcome.SKIPPED, elapsed_ms=0, detail=str(error)
+            )
+        ]
     if isinstance(runner, node_probe.SrunRunner) and job.fields.get("state") == "RUNNING":
         runner = node_probe.SrunRunner(job_id=str(job.fields["job_id"]))
     observations: list[Observation] = []
@@ -69,48 +93,92 @@ def _gpu_probe(*, job: Observation, settings: Settings) -> tuple[list[Observatio
     for node in list(job.fields.get("nodes") or [])[:MAX_PROBED_NODES]:
         started = time.monotonic()
         try:
-            result = node_probe.run_on_node(runner=runner, node=node, command=["nvidia-smi", "-q", "-x"],
-                                            allow=True, time_cap_seconds=PROBE_CAP_SECONDS)
+            result = node_probe.run_on_node(
+                runner=runner,
+                node=node,
+                command=["nvidia-smi", "-q", "-x"],
+                allow=True,
+                time_cap_seconds=PROBE_CAP_SECONDS,
+            )
         except node_probe.ProbeNotAllowed as refused:
-            reports.append(CollectorReport(name=f"gpu.probe.{node}", outcome=CollectorOutcome.SKIPPED, elapsed_ms=0,
-                                           detail=str(refused)))
+            reports.append(
+                CollectorReport(
+                    name=f"gpu.probe.{node}",
+                    outcome=CollectorOutcome.SKIPPED,
+                    elapsed_ms=0,
+                    detail=str(refused),
+                )
+            )
             break
         elapsed = int((time.monotonic() - started) * 1000)
         if not result.ok:
             outcome = CollectorOutcome.TIMEOUT if result.timed_out else CollectorOutcome.ERROR
-            reports.append(CollectorReport(name=f"gpu.probe.{node}", outcome=outcome, elapsed_ms=elapsed,
-                                           detail=f"`{result.shown}`: {result.stderr.strip()[:200]}"))
+            reports.append(
+                CollectorReport(
+                    name=f"gpu.probe.{node}",
+                    outcome=outcome,
+                    elapsed_ms=elapsed,
+                    detail=f"`{result.shown}`: {result.stderr.strip()[:200]}",
+                )
+            )
             continue
         try:
             smi = gpu.parse_nvidia_smi_xml(result.stdout)
         except gpu.GpuParseError as error:
-            reports.append(CollectorReport(name=f"gpu.probe.{node}", outcome=CollectorOutcome.ERROR,
-                                           elapsed_ms=elapsed, detail=str(error)))
+            reports.append(
+                CollectorReport(
+                    name=f"gpu.probe.{node}",
+                    outcome=CollectorOutcome.ERROR,
+                    elapsed_ms=elapsed,
+                    detail=str(error),
+                )
+            )
             continue
         observations.extend(gpu.gpu_observations(node=node, observed_at=utcnow(), smi=smi))
-        reports.append(CollectorReport(name=f"gpu.probe.{node}", outcome=CollectorOutcome.OK, elapsed_ms=elapsed,
-                                       items=len(smi.gpus)))
+        reports.append(
+            CollectorReport(
+                name=f"gpu.probe.{node}", outcome=CollectorOutcome.OK, elapsed_ms=elapsed, items=len(smi.gpus)
+            )
+        )
     return observations, reports
 
 
-def _dcgm(*, observations: list[Observation], settings: Settings) -> tuple[list[Observation], CollectorReport]:
+def _dcgm(
+    *, observations: list[Observation], settings: Settings
+) -> tuple[list[Observation], CollectorReport]:
     """DCGM exporter series for the job's nodes (allocated and waited-for), when Prometheus is configured."""
-    nodes = list(dict.fromkeys(str(item.fields["node"]) for item in observations if item.kind == "slurm_node"))
+    nodes = list(
+        dict.fromkeys(str(item.fields["node"]) for item in observations if item.kind == "slurm_node")
+    )
     nodes = nodes[: settings.bounds.max_items_per_list]
     if not settings.prometheus_url or not nodes:
         detail = "TRIAGE_PROMETHEUS_URL not set" if not settings.prometheus_url else "no nodes to look up"
-        return [], CollectorReport(name="gpu.dcgm", outcome=CollectorOutcome.SKIPPED, elapsed_ms=0, detail=detail)
+        return [], CollectorReport(
+            name="gpu.dcgm", outcome=CollectorOutcome.SKIPPED, elapsed_ms=0, detail=detail
+        )
     started = time.monotonic()
     try:
-        samples = dcgm_metrics.query_node_series(prometheus_url=settings.prometheus_url, nodes=nodes,
-                                                 timeout_seconds=settings.bounds.call_timeout_seconds)
+        samples = dcgm_metrics.query_node_series(
+            prometheus_url=settings.prometheus_url,
+            nodes=nodes,
+            timeout_seconds=settings.bounds.call_timeout_seconds,
+        )
     except dcgm_metrics.MetricsUnavailable as error:
-        return [], CollectorReport(name="gpu.dcgm", outcome=CollectorOutcome.ERROR,
-                                   elapsed_ms=int((time.monotonic() - started) * 1000), detail=str(error))
-    found = dcgm_metrics.dcgm_observations(samples=samples, observed_at=utcnow(),
-                                           prometheus_url=settings.prometheus_url)
-    return found, CollectorReport(name="gpu.dcgm", outcome=CollectorOutcome.OK,
-                                  elapsed_ms=int((time.monotonic() - started) * 1000), items=len(samples))
+        return [], CollectorReport(
+            name="gpu.dcgm",
+            outcome=CollectorOutcome.ERROR,
+            elapsed_ms=int((time.monotonic() - started) * 1000),
+            detail=str(error),
+        )
+    found = dcgm_metrics.dcgm_observations(
+        samples=samples, observed_at=utcnow(), prometheus_url=settings.prometheus_url
+    )
+    return found, CollectorReport(
+        name="gpu.dcgm",
+        outcome=CollectorOutcome.OK,
+        elapsed_ms=int((time.monotonic() - started) * 1000),
+        items=len(samples),
+    )
 
 
 def diagnose_slurm(
@@ -130,12 +198,22 @@ def diagnose_slurm(
     try:
         chosen = backend or slurm.make_backend(settings=settings)
     except ValueError as error:
-        report = CollectorReport(name="slurm", outcome=CollectorOutcome.SKIPPED, elapsed_ms=0, detail=str(error))
-        return SnapshotReport(target=parsed.key, target_kind="slurm", taken_at=taken_at, elapsed_ms=0,
-                              verdict=Verdict(layer=None, confidence=0.0, summary=str(error)), findings=(),
-                              collectors=(report,), not_checked=(f"slurm: {error}",))
-    reports, observations, placement = slurm.collect_slurm_job(job_id=parsed.name, bounds=settings.bounds,
-                                                               backend=chosen)
+        report = CollectorReport(
+            name="slurm", outcome=CollectorOutcome.SKIPPED, elapsed_ms=0, detail=str(error)
+        )
+        return SnapshotReport(
+            target=parsed.key,
+            target_kind="slurm",
+            taken_at=taken_at,
+            elapsed_ms=0,
+            verdict=Verdict(layer=None, confidence=0.0, summary=str(error)),
+            findings=(),
+            collectors=(report,),
+            not_checked=(f"slurm: {error}",),
+        )
+    reports, observations, placement = slurm.collect_slurm_job(
+        job_id=parsed.name, bounds=settings.bounds, backend=chosen
+    )
     job = next((item for item in observations if item.kind == "slurm_job" and item.fields.get("found")), None)
     if job is not None and chosen.name == "cli":
         extra, report = _job_output(job=job, settings=settings)
@@ -150,18 +228,31 @@ def diagnose_slurm(
         observations.extend(extra_gpu)
         reports.extend(gpu_reports)
     diagnosis = (classify or _default_classifier)(observations)
-    missing = next((item for item in observations if item.kind == "slurm_job" and item.fields.get("found") is False),
-                   None)
+    missing = next(
+        (item for item in observations if item.kind == "slurm_job" and item.fields.get("found") is False),
+        None,
+    )
     if missing is not None:
-        diagnosis = Diagnosis(verdict=Verdict(layer=None, confidence=0.0, summary=missing.text),
-                              findings=diagnosis.findings, unexplained=diagnosis.unexplained)
+        diagnosis = Diagnosis(
+            verdict=Verdict(layer=None, confidence=0.0, summary=missing.text),
+            findings=diagnosis.findings,
+            unexplained=diagnosis.unexplained,
+        )
     not_checked = tuple(
         f"{report.name}: {report.outcome.value}" + (f" ({report.detail})" if report.detail else "")
-        for report in reports if report.outcome is not CollectorOutcome.OK
+        for report in reports
+        if report.outcome is not CollectorOutcome.OK
     )
     return SnapshotReport(
-        target=parsed.key, target_kind="slurm", taken_at=taken_at,
-        elapsed_ms=int((time.monotonic() - started) * 1000), verdict=diagnosis.verdict,
-        findings=diagnosis.findings, collectors=tuple(reports), observations=tuple(observations),
-        placement=placement, not_checked=not_checked, unexplained=diagnosis.unexplained,
+        target=parsed.key,
+        target_kind="slurm",
+        taken_at=taken_at,
+        elapsed_ms=int((time.monotonic() - started) * 1000),
+        verdict=diagnosis.verdict,
+        findings=diagnosis.findings,
+        collectors=tuple(reports),
+        observations=tuple(observations),
+        placement=placement,
+        not_checked=not_checked,
+        unexplained=diagnosis.unexplained,
     )

@@ -50,16 +50,23 @@ def _print(observations: list[Observation], *, as_json: bool) -> None:
         if item.kind != "nccl_error":
             continue
         fields = item.fields
-        table.add_row(str(fields["host"]), str(fields["error_type"]), str(fields["rank"] if fields["rank"] is not None
-                      else ""), str(fields["peer_host"] or fields["peer"] or ""), str(fields["hca"] or ""),
-                      str(fields["status_text"] or fields["status"] or ""), str(fields["op_type"] or ""))
+        table.add_row(
+            str(fields["host"]),
+            str(fields["error_type"]),
+            str(fields["rank"] if fields["rank"] is not None else ""),
+            str(fields["peer_host"] or fields["peer"] or ""),
+            str(fields["hca"] or ""),
+            str(fields["status_text"] or fields["status"] or ""),
+            str(fields["op_type"] or ""),
+        )
     console.print(table)
 
 
 def register(app: typer.Typer) -> None:
     """Attach the `fabric` command group."""
-    group = typer.Typer(help="Fabric evidence: NCCL log scope and opt-in bounded link/bandwidth probes.",
-                        no_args_is_help=True)
+    group = typer.Typer(
+        help="Fabric evidence: NCCL log scope and opt-in bounded link/bandwidth probes.", no_args_is_help=True
+    )
 
     @group.command("logs")
     def logs(
@@ -74,29 +81,50 @@ def register(app: typer.Typer) -> None:
     def pair(
         server: str = typer.Option(..., "--server", help="node that runs the ib_write_bw server"),
         client: str = typer.Option(..., "--client", help="node that connects to it"),
-        expected_gbps: float = typer.Option(..., "--expected-gbps", help="recorded baseline for this path, Gb/s"),
-        baseline_source: str = typer.Option("operator", "--baseline-source", help="where the baseline came from"),
+        expected_gbps: float = typer.Option(
+            ..., "--expected-gbps", help="recorded baseline for this path, Gb/s"
+        ),
+        baseline_source: str = typer.Option(
+            "operator", "--baseline-source", help="where the baseline came from"
+        ),
         hca: str | None = typer.Option(None, "--hca", help="HCA to test, e.g. mlx5_2"),
         cap: float = typer.Option(60.0, "--cap", help="time cap in seconds (at most 300)"),
-        allow: bool = typer.Option(False, "--allow", help="required: this runs a bandwidth test on real nodes"),
+        allow: bool = typer.Option(
+            False, "--allow", help="required: this runs a bandwidth test on real nodes"
+        ),
     ) -> None:
         """Opt-in: ib_write_bw between two nodes through the configured runner, against a baseline."""
         settings = load_settings()
         try:
-            runner = node_probe.make_runner(setting=settings.node_probe_runner, image=settings.node_probe_image)
+            runner = node_probe.make_runner(
+                setting=settings.node_probe_runner, image=settings.node_probe_image
+            )
             server_run, client_run = node_probe.run_pair_bandwidth(
-                runner=runner, server=server, client=client, allow=allow, time_cap_seconds=cap, hca=hca,
-                duration_seconds=max(1, int(cap) - 20) if cap > 25 else 5)
+                runner=runner,
+                server=server,
+                client=client,
+                allow=allow,
+                time_cap_seconds=cap,
+                hca=hca,
+                duration_seconds=max(1, int(cap) - 20) if cap > 25 else 5,
+            )
         except node_probe.ProbeNotAllowed as refused:
             raise _fail(str(refused), code=EXIT_REFUSED) from None
         except ValueError as error:
             raise _fail(str(error), code=EXIT_BAD_INPUT) from None
         observed = node_probe.parse_ib_write_bw(client_run.stdout)
-        baseline = node_probe.Baseline(probe="ib_write_bw", expected=expected_gbps, unit="Gb/s",
-                                       source=baseline_source)
-        observation = node_probe.probe_observation(probe="ib_write_bw", nodes=[server, client], baseline=baseline,
-                                                   observed=observed, result=client_run, time_cap_seconds=cap,
-                                                   observed_at=utcnow())
+        baseline = node_probe.Baseline(
+            probe="ib_write_bw", expected=expected_gbps, unit="Gb/s", source=baseline_source
+        )
+        observation = node_probe.probe_observation(
+            probe="ib_write_bw",
+            nodes=[server, client],
+            baseline=baseline,
+            observed=observed,
+            result=client_run,
+            time_cap_seconds=cap,
+            observed_at=utcnow(),
+        )
         typer.echo(observation.text)
         if observed is None:
             detail = (client_run.stderr or server_run.stderr).strip()[:300]
@@ -112,17 +140,24 @@ def register(app: typer.Typer) -> None:
         """Opt-in: `ibstat` on one node through the configured runner; name ports down or below rate."""
         settings = load_settings()
         try:
-            runner = node_probe.make_runner(setting=settings.node_probe_runner, image=settings.node_probe_image)
-            result = node_probe.run_on_node(runner=runner, node=node, command=["ibstat"], allow=allow,
-                                            time_cap_seconds=cap)
+            runner = node_probe.make_runner(
+                setting=settings.node_probe_runner, image=settings.node_probe_image
+            )
+            result = node_probe.run_on_node(
+                runner=runner, node=node, command=["ibstat"], allow=allow, time_cap_seconds=cap
+            )
         except node_probe.ProbeNotAllowed as refused:
             raise _fail(str(refused), code=EXIT_REFUSED) from None
         except ValueError as error:
             raise _fail(str(error), code=EXIT_BAD_INPUT) from None
         if not result.ok:
             raise _fail(f"`{result.shown}` failed: {result.stderr.strip()[:300]}", code=EXIT_PROBE_FAILED)
-        for item in node_probe.ib_link_observations(node=node, ports=node_probe.parse_ibstat(result.stdout),
-                                                    expected_rate_gbps=expected_gbps, observed_at=utcnow()):
+        for item in node_probe.ib_link_observations(
+            node=node,
+            ports=node_probe.parse_ibstat(result.stdout),
+            expected_rate_gbps=expected_gbps,
+            observed_at=utcnow(),
+        ):
             typer.echo(item.text)
 
     app.add_typer(group, name="fabric")

@@ -44,8 +44,14 @@ def run_bounded(
         raise ValueError("argv must be a non-empty list of strings")
     started = time.monotonic()
     if shutil.which(args[0]) is None:
-        return RunResult(argv=args, returncode=None, stdout="", stderr=f"{args[0]}: command not found",
-                         elapsed_ms=0, missing=True)
+        return RunResult(
+            argv=args,
+            returncode=None,
+            stdout="",
+            stderr=f"{args[0]}: command not found",
+            elapsed_ms=0,
+            missing=True,
+        )
     process = subprocess.Popen(
         args,
         stdin=subprocess.DEVNULL,

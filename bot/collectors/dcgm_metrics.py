@@ -40,8 +40,14 @@ class MetricsUnavailable(RuntimeError):
     """Prometheus did not answer usefully; the message says why."""
 
 
-def query_node_series(*, prometheus_url: str, nodes: Sequence[str], timeout_seconds: float,
-                      max_bytes: int = 2_000_000, session: requests.Session | None = None) -> list[Sample]:
+def query_node_series(
+    *,
+    prometheus_url: str,
+    nodes: Sequence[str],
+    timeout_seconds: float,
+    max_bytes: int = 2_000_000,
+    session: requests.Session | None = None,
+) -> list[Sample]:
     """The SERIES for these nodes (one PromQL query per metric, nodes joined in one label regex)."""
     names = [node for node in nodes if _NODE.fullmatch(node)]
     if not names:
@@ -53,8 +59,12 @@ def query_node_series(*, prometheus_url: str, nodes: Sequence[str], timeout_seco
     for metric in SERIES:
         query = f'{metric}{{Hostname=~"{regex}"}}'
         try:
-            with http.get(f"{prometheus_url.rstrip('/')}/api/v1/query", params={"query": query},
-                          timeout=timeout_seconds, stream=True) as response:
+            with http.get(
+                f"{prometheus_url.rstrip('/')}/api/v1/query",
+                params={"query": query},
+                timeout=timeout_seconds,
+                stream=True,
+            ) as response:
                 body = response.raw.read(max_bytes + 1, decode_content=True)
                 status = response.status_code
         except requests.RequestException as error:
@@ -64,7 +74,9 @@ def query_node_series(*, prometheus_url: str, nodes: Sequence[str], timeout_seco
         try:
             data = json.loads(body)
         except ValueError:
-            raise MetricsUnavailable(f"Prometheus answered HTTP {status} with a body that is not JSON") from None
+            raise MetricsUnavailable(
+                f"Prometheus answered HTTP {status} with a body that is not JSON"
+            ) from None
         if data.get("status") != "success":
             raise MetricsUnavailable(f"Prometheus error for {metric}: {data.get('error', status)}")
         for item in (data.get("data") or {}).get("result") or []:
@@ -73,13 +85,21 @@ def query_node_series(*, prometheus_url: str, nodes: Sequence[str], timeout_seco
                 value = float(item["value"][1])
             except (KeyError, IndexError, TypeError, ValueError):
                 continue
-            samples.append(Sample(metric=metric, node=labels.get("Hostname", ""), gpu=labels.get("gpu", ""),
-                                  value=value, labels=labels))
+            samples.append(
+                Sample(
+                    metric=metric,
+                    node=labels.get("Hostname", ""),
+                    gpu=labels.get("gpu", ""),
+                    value=value,
+                    labels=labels,
+                )
+            )
     return samples
 
 
-def dcgm_observations(*, samples: Sequence[Sample], observed_at: datetime,
-                      prometheus_url: str) -> list[findings.Observation]:
+def dcgm_observations(
+    *, samples: Sequence[Sample], observed_at: datetime, prometheus_url: str
+) -> list[findings.Observation]:
     """Non-zero DCGM series as gpu_xid / gpu_health observations (zero means nothing to report)."""
     result: list[findings.Observation] = []
     for sample in samples:
@@ -89,26 +109,54 @@ def dcgm_observations(*, samples: Sequence[Sample], observed_at: datetime,
         if sample.metric == "DCGM_FI_DEV_XID_ERRORS":
             code = int(sample.value)
             info = gpu_xid.lookup(code)
-            result.append(findings.Observation(
-                source="gpu", kind="gpu_xid", subject=f"node:{sample.node}",
-                text=f"{sample.node} GPU {sample.gpu}: last Xid {code} ({info.name}) per DCGM exporter: {info.action}",
-                command=command, observed_at=observed_at,
-                fields={"node": sample.node, "xid": code, "known": info.known, "name": info.name,
-                        "meaning": info.meaning, "usual_cause": info.usual_cause, "action": info.action,
-                        "drain": info.drain, "xid_source": info.source, "evidence": "dcgm_exporter",
-                        "gpu_index": sample.gpu, "gpu_pci": sample.labels.get("pci_bus_id"),
-                        "uuid": sample.labels.get("UUID"), "layer": "fabric" if code == 74 else "runtime"},
-            ))
+            result.append(
+                findings.Observation(
+                    source="gpu",
+                    kind="gpu_xid",
+                    subject=f"node:{sample.node}",
+                    text=f"{sample.node} GPU {sample.gpu}: last Xid {code} ({info.name}) per DCGM exporter: {info.action}",
+                    command=command,
+                    observed_at=observed_at,
+                    fields={
+                        "node": sample.node,
+                        "xid": code,
+                        "known": info.known,
+                        "name": info.name,
+                        "meaning": info.meaning,
+                        "usual_cause": info.usual_cause,
+                        "action": info.action,
+                        "drain": info.drain,
+                        "xid_source": info.source,
+                        "evidence": "dcgm_exporter",
+                        "gpu_index": sample.gpu,
+                        "gpu_pci": sample.labels.get("pci_bus_id"),
+                        "uuid": sample.labels.get("UUID"),
+                        "layer": "fabric" if code == 74 else "runtime",
+                    },
+                )
+            )
         else:
             failed = sample.metric == "DCGM_FI_DEV_ROW_REMAP_FAILURE"
-            result.append(findings.Observation(
-                source="gpu", kind="gpu_health", subject=f"gpu:{sample.node}/{sample.gpu}",
-                text=f"{sample.node} GPU {sample.gpu}: {SERIES[sample.metric]} ({sample.metric}={sample.value:g})",
-                command=command, observed_at=observed_at,
-                fields={"node": sample.node, "check": "dcgm-exporter", "gpu_index": sample.gpu,
-                        "metric": sample.metric, "value": sample.value,
+            result.append(
+                findings.Observation(
+                    source="gpu",
+                    kind="gpu_health",
+                    subject=f"gpu:{sample.node}/{sample.gpu}",
+                    text=f"{sample.node} GPU {sample.gpu}: {SERIES[sample.metric]} ({sample.metric}={sample.value:g})",
+                    command=command,
+                    observed_at=observed_at,
+                    fields={
+                        "node": sample.node,
+                        "check": "dcgm-exporter",
+                        "gpu_index": sample.gpu,
+                        "metric": sample.metric,
+                        "value": sample.value,
                         "status": "failed" if failed else "degraded",
-                        "problems": [SERIES[sample.metric]], "remapped_rows_failure": failed or None,
-                        "uuid": sample.labels.get("UUID"), "layer": "runtime"},
-            ))
+                        "problems": [SERIES[sample.metric]],
+                        "remapped_rows_failure": failed or None,
+                        "uuid": sample.labels.get("UUID"),
+                        "layer": "runtime",
+                    },
+                )
+            )
     return result

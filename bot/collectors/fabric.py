@@ -27,7 +27,9 @@ _IBV = re.compile(r"\b(?P<call>ibv_\w+)\b.*?(?:failed|error)[^\n]*?(?:errno (?P<
 _SOCKET = re.compile(
     r"(?:NET/Socket|socket\w*|bootstrap\w*)\b.*?(?P<what>Connection refused|Connection reset by peer|Connection "
     r"closed by remote peer|Connection timed out|No route to host|failed|timed out)"
-    r"(?:.*?(?P<peer>\d+\.\d+\.\d+\.\d+)<(?P<port>\d+)>)?", re.IGNORECASE)
+    r"(?:.*?(?P<peer>\d+\.\d+\.\d+\.\d+)<(?P<port>\d+)>)?",
+    re.IGNORECASE,
+)
 _WATCHDOG = re.compile(
     r"\[Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
     r"OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel>\d+))?(?:, NumelOut=\d+)?, Timeout\(ms\)=(?P<timeout>\d+)\)"
@@ -38,12 +40,26 @@ _OOB = re.compile(r"(?:OOB|Bootstrap : Using|NET/Socket : Using \[\d+\])\s*\w+:(
 
 # ibv_wc_status values (verbs.h) that NCCL prints as `status=<n>`.
 IBV_WC_STATUS = {
-    1: "IBV_WC_LOC_LEN_ERR", 2: "IBV_WC_LOC_QP_OP_ERR", 3: "IBV_WC_LOC_EEC_OP_ERR", 4: "IBV_WC_LOC_PROT_ERR",
-    5: "IBV_WC_WR_FLUSH_ERR", 6: "IBV_WC_MW_BIND_ERR", 7: "IBV_WC_BAD_RESP_ERR", 8: "IBV_WC_LOC_ACCESS_ERR",
-    9: "IBV_WC_REM_INV_REQ_ERR", 10: "IBV_WC_REM_ACCESS_ERR", 11: "IBV_WC_REM_OP_ERR",
-    12: "IBV_WC_RETRY_EXC_ERR", 13: "IBV_WC_RNR_RETRY_EXC_ERR", 14: "IBV_WC_LOC_RDD_VIOL_ERR",
-    15: "IBV_WC_REM_INV_RD_REQ_ERR", 16: "IBV_WC_REM_ABORT_ERR", 17: "IBV_WC_INV_EECN_ERR",
-    18: "IBV_WC_INV_EEC_STATE_ERR", 19: "IBV_WC_FATAL_ERR", 20: "IBV_WC_RESP_TIMEOUT_ERR",
+    1: "IBV_WC_LOC_LEN_ERR",
+    2: "IBV_WC_LOC_QP_OP_ERR",
+    3: "IBV_WC_LOC_EEC_OP_ERR",
+    4: "IBV_WC_LOC_PROT_ERR",
+    5: "IBV_WC_WR_FLUSH_ERR",
+    6: "IBV_WC_MW_BIND_ERR",
+    7: "IBV_WC_BAD_RESP_ERR",
+    8: "IBV_WC_LOC_ACCESS_ERR",
+    9: "IBV_WC_REM_INV_REQ_ERR",
+    10: "IBV_WC_REM_ACCESS_ERR",
+    11: "IBV_WC_REM_OP_ERR",
+    12: "IBV_WC_RETRY_EXC_ERR",
+    13: "IBV_WC_RNR_RETRY_EXC_ERR",
+    14: "IBV_WC_LOC_RDD_VIOL_ERR",
+    15: "IBV_WC_REM_INV_RD_REQ_ERR",
+    16: "IBV_WC_REM_ABORT_ERR",
+    17: "IBV_WC_INV_EECN_ERR",
+    18: "IBV_WC_INV_EEC_STATE_ERR",
+    19: "IBV_WC_FATAL_ERR",
+    20: "IBV_WC_RESP_TIMEOUT_ERR",
     21: "IBV_WC_GENERAL_ERR",
 }
 
@@ -96,35 +112,66 @@ def parse_nccl_log(text: str, *, host: str, max_events: int = 1000) -> list[Nccl
             continue
         prefix = _PREFIX.match(line)
         line_host = prefix.group("host") if prefix else host
-        common = {"host": line_host or host, "line": line[:600],
-                  "pid": int(prefix.group("pid")) if prefix else None,
-                  "device": int(prefix.group("dev")) if prefix else None}
+        common = {
+            "host": line_host or host,
+            "line": line[:600],
+            "pid": int(prefix.group("pid")) if prefix else None,
+            "device": int(prefix.group("dev")) if prefix else None,
+        }
         rank_match = _RANK_PREFIX.search(line)
         rank = int(rank_match.group("rank")) if rank_match else None
         event: NcclEvent | None = None
         if match := _IB_COMPLETION.search(line):
             status = int(match.group("status"))
-            event = NcclEvent(error_type="ib_completion", rank=rank, peer=f"{match.group('peer')}<{match.group('port')}>",
-                              peer_ip=match.group("peer"), peer_host=match.group("peer_name"),
-                              hca=match.group("hca"), status=status, opcode=int(match.group("opcode")),
-                              length=int(match.group("len")), vendor_err=int(match.group("vendor")),
-                              local_gid=match.group("lgid"), remote_gid=match.group("rgid"), op="ib", **common)
+            event = NcclEvent(
+                error_type="ib_completion",
+                rank=rank,
+                peer=f"{match.group('peer')}<{match.group('port')}>",
+                peer_ip=match.group("peer"),
+                peer_host=match.group("peer_name"),
+                hca=match.group("hca"),
+                status=status,
+                opcode=int(match.group("opcode")),
+                length=int(match.group("len")),
+                vendor_err=int(match.group("vendor")),
+                local_gid=match.group("lgid"),
+                remote_gid=match.group("rgid"),
+                op="ib",
+                **common,
+            )
         elif match := _ASYNC.search(line):
-            event = NcclEvent(error_type="ib_async", rank=rank, hca=match.group("hca"), port=match.group("port"),
-                              op="ib", **common)
+            event = NcclEvent(
+                error_type="ib_async",
+                rank=rank,
+                hca=match.group("hca"),
+                port=match.group("port"),
+                op="ib",
+                **common,
+            )
         elif match := _WATCHDOG.search(line):
-            event = NcclEvent(error_type="watchdog_timeout", rank=int(match.group("rank")),
-                              op_type=match.group("op"), seq_num=int(match.group("seq")),
-                              numel_in=int(match.group("numel")) if match.group("numel") else None,
-                              timeout_ms=int(match.group("timeout")), op="collective", **common)
+            event = NcclEvent(
+                error_type="watchdog_timeout",
+                rank=int(match.group("rank")),
+                op_type=match.group("op"),
+                seq_num=int(match.group("seq")),
+                numel_in=int(match.group("numel")) if match.group("numel") else None,
+                timeout_ms=int(match.group("timeout")),
+                op="collective",
+                **common,
+            )
         elif "NCCL WARN" in line or "NCCL error" in line or "ibv_" in line:
             if match := _IBV.search(line):
                 event = NcclEvent(error_type="ibv", rank=rank, op="ib", hca=_hca_in(line), **common)
             elif match := _SOCKET.search(line):
                 peer_ip = match.group("peer")
-                event = NcclEvent(error_type="socket", rank=rank, peer_ip=peer_ip,
-                                  peer=f"{peer_ip}<{match.group('port')}>" if peer_ip else None,
-                                  op="bootstrap" if "bootstrap" in line.lower() else "socket", **common)
+                event = NcclEvent(
+                    error_type="socket",
+                    rank=rank,
+                    peer_ip=peer_ip,
+                    peer=f"{peer_ip}<{match.group('port')}>" if peer_ip else None,
+                    op="bootstrap" if "bootstrap" in line.lower() else "socket",
+                    **common,
+                )
             else:
                 event = NcclEvent(error_type="nccl_error", rank=rank, hca=_hca_in(line), op="nccl", **common)
         if event:
@@ -139,8 +186,9 @@ def _hca_in(line: str) -> str | None:
     return match.group(1) if match else None
 
 
-def resolve_peers(events: Iterable[NcclEvent], *, ip_hosts: Mapping[str, str],
-                  rank_hosts: Mapping[int, str] | None = None) -> list[NcclEvent]:
+def resolve_peers(
+    events: Iterable[NcclEvent], *, ip_hosts: Mapping[str, str], rank_hosts: Mapping[int, str] | None = None
+) -> list[NcclEvent]:
     """Fill `peer_host` from the IP table and `host` from rank placement where the log did not say."""
     resolved = []
     for event in events:
@@ -167,47 +215,78 @@ class ScopeDecision:
 
 def decide_scope(events: Iterable[NcclEvent]) -> ScopeDecision:
     """Transport errors between hosts: one pair -> path-local; one host in every pair -> node-local; else wide."""
-    transport = [event for event in events if event.error_type in {"ib_completion", "ib_async", "ibv", "socket"}]
+    transport = [
+        event for event in events if event.error_type in {"ib_completion", "ib_async", "ibv", "socket"}
+    ]
     timeouts = [event for event in events if event.error_type == "watchdog_timeout"]
-    hosts = tuple(sorted({event.host for event in transport} | {e.peer_host for e in transport if e.peer_host}))
+    hosts = tuple(
+        sorted({event.host for event in transport} | {e.peer_host for e in transport if e.peer_host})
+    )
     hcas = Counter((event.host, event.hca) for event in transport if event.hca)
     top_hca = hcas.most_common(1)[0][0] if hcas else None
     if not transport:
         if timeouts:
-            return ScopeDecision(scope="unknown", hosts=tuple(sorted({e.host for e in timeouts})),
-                                 error_count=len(timeouts),
-                                 reason="only collective timeouts: they show ranks waited, not which link failed; "
-                                        "look for the rank that never reached the collective")
+            return ScopeDecision(
+                scope="unknown",
+                hosts=tuple(sorted({e.host for e in timeouts})),
+                error_count=len(timeouts),
+                reason="only collective timeouts: they show ranks waited, not which link failed; "
+                "look for the rank that never reached the collective",
+            )
         return ScopeDecision(scope="unknown", hosts=(), reason="no fabric errors in the logs read")
-    edges = {frozenset((event.host, event.peer_host)) for event in transport if event.peer_host
-             and event.peer_host != event.host}
+    edges = {
+        frozenset((event.host, event.peer_host))
+        for event in transport
+        if event.peer_host and event.peer_host != event.host
+    }
     if len(edges) == 1:
         left, right = sorted(next(iter(edges)))
-        return ScopeDecision(scope="path-local", hosts=hosts, pair=(left, right), error_count=len(transport),
-                             suspect_hca=top_hca[1] if top_hca else None,
-                             reason=f"every transport error is between {left} and {right}: test that path "
-                                    "(ib_write_bw) and both ends' HCA ports")
+        return ScopeDecision(
+            scope="path-local",
+            hosts=hosts,
+            pair=(left, right),
+            error_count=len(transport),
+            suspect_hca=top_hca[1] if top_hca else None,
+            reason=f"every transport error is between {left} and {right}: test that path "
+            "(ib_write_bw) and both ends' HCA ports",
+        )
     if edges:
         common = set.intersection(*(set(edge) for edge in edges))
         if len(common) == 1:
             suspect = next(iter(common))
             suspect_hcas = Counter(e.hca for e in transport if e.host == suspect and e.hca)
             return ScopeDecision(
-                scope="node-local", hosts=hosts, suspect_host=suspect, error_count=len(transport),
+                scope="node-local",
+                hosts=hosts,
+                suspect_host=suspect,
+                error_count=len(transport),
                 suspect_hca=suspect_hcas.most_common(1)[0][0] if suspect_hcas else None,
-                reason=f"{suspect} is on every failing path ({len(edges)} peers): suspect its HCA/cable/port")
-        return ScopeDecision(scope="fabric-wide", hosts=hosts, error_count=len(transport),
-                             reason=f"errors on {len(edges)} host pairs with no common host: suspect the "
-                                    "switch/fabric (UFM, subnet manager, congestion)")
+                reason=f"{suspect} is on every failing path ({len(edges)} peers): suspect its HCA/cable/port",
+            )
+        return ScopeDecision(
+            scope="fabric-wide",
+            hosts=hosts,
+            error_count=len(transport),
+            reason=f"errors on {len(edges)} host pairs with no common host: suspect the "
+            "switch/fabric (UFM, subnet manager, congestion)",
+        )
     reporting = {event.host for event in transport}
     if len(reporting) == 1:
         suspect = next(iter(reporting))
-        return ScopeDecision(scope="node-local", hosts=hosts, suspect_host=suspect, error_count=len(transport),
-                             suspect_hca=top_hca[1] if top_hca and top_hca[0] == suspect else None,
-                             reason=f"only {suspect} reports transport errors and no peer is named")
-    return ScopeDecision(scope="fabric-wide" if len(reporting) >= 3 else "unknown", hosts=hosts,
-                         error_count=len(transport),
-                         reason=f"{len(reporting)} hosts report transport errors without naming peers")
+        return ScopeDecision(
+            scope="node-local",
+            hosts=hosts,
+            suspect_host=suspect,
+            error_count=len(transport),
+            suspect_hca=top_hca[1] if top_hca and top_hca[0] == suspect else None,
+            reason=f"only {suspect} reports transport errors and no peer is named",
+        )
+    return ScopeDecision(
+        scope="fabric-wide" if len(reporting) >= 3 else "unknown",
+        hosts=hosts,
+        error_count=len(transport),
+        reason=f"{len(reporting)} hosts report transport errors without naming peers",
+    )
 
 
 def fabric_observations(
@@ -233,15 +312,26 @@ def fabric_observations(
     result = [_event_observation(event, observed_at=observed_at) for event in events]
     decision = decide_scope(events)
     if events:
-        result.append(findings.Observation(
-            source=SOURCE, kind="fabric_scope", subject=subject,
-            text=f"Fabric scope {decision.scope}: {decision.reason}", command="grep -E 'NCCL WARN|Watchdog' <logs>",
-            observed_at=observed_at,
-            fields={"scope": decision.scope, "hosts": list(decision.hosts),
-                    "pair": list(decision.pair) if decision.pair else None, "suspect_host": decision.suspect_host,
-                    "suspect_hca": decision.suspect_hca, "error_count": decision.error_count,
-                    "reason": decision.reason, "layer": "fabric"},
-        ))
+        result.append(
+            findings.Observation(
+                source=SOURCE,
+                kind="fabric_scope",
+                subject=subject,
+                text=f"Fabric scope {decision.scope}: {decision.reason}",
+                command="grep -E 'NCCL WARN|Watchdog' <logs>",
+                observed_at=observed_at,
+                fields={
+                    "scope": decision.scope,
+                    "hosts": list(decision.hosts),
+                    "pair": list(decision.pair) if decision.pair else None,
+                    "suspect_host": decision.suspect_host,
+                    "suspect_hca": decision.suspect_hca,
+                    "error_count": decision.error_count,
+                    "reason": decision.reason,
+                    "layer": "fabric",
+                },
+            )
+        )
     return result
 
 
@@ -251,14 +341,37 @@ def _event_observation(event: NcclEvent, *, observed_at: datetime) -> findings.O
     if status_text:
         text = f"{event.line} [{status_text}]"
     return findings.Observation(
-        source=SOURCE, kind="nccl_error",
+        source=SOURCE,
+        kind="nccl_error",
         subject=f"rank:{event.rank}" if event.rank is not None else f"host:{event.host}",
-        text=text, command="grep -E 'NCCL WARN|Watchdog' <log>", observed_at=observed_at,
-        fields={"error_type": event.error_type, "host": event.host, "node": event.host, "rank": event.rank,
-                "pid": event.pid, "device": event.device, "peer": event.peer, "peer_ip": event.peer_ip,
-                "peer_host": event.peer_host, "hca": event.hca, "port": event.port, "status": event.status,
-                "status_text": status_text, "opcode": event.opcode, "len": event.length,
-                "vendor_err": event.vendor_err, "local_gid": event.local_gid, "remote_gid": event.remote_gid,
-                "op_type": event.op_type, "seq_num": event.seq_num, "numel_in": event.numel_in,
-                "timeout_ms": event.timeout_ms, "op": event.op, "line": event.line, "layer": "fabric"},
+        text=text,
+        command="grep -E 'NCCL WARN|Watchdog' <log>",
+        observed_at=observed_at,
+        fields={
+            "error_type": event.error_type,
+            "host": event.host,
+            "node": event.host,
+            "rank": event.rank,
+            "pid": event.pid,
+            "device": event.device,
+            "peer": event.peer,
+            "peer_ip": event.peer_ip,
+            "peer_host": event.peer_host,
+            "hca": event.hca,
+            "port": event.port,
+            "status": event.status,
+            "status_text": status_text,
+            "opcode": event.opcode,
+            "len": event.length,
+            "vendor_err": event.vendor_err,
+            "local_gid": event.local_gid,
+            "remote_gid": event.remote_gid,
+            "op_type": event.op_type,
+            "seq_num": event.seq_num,
+            "numel_in": event.numel_in,
+            "timeout_ms": event.timeout_ms,
+            "op": event.op,
+            "line": event.line,
+            "layer": "fabric",
+        },
     )

@@ -67,25 +67,45 @@ class KubeDebugRunner:
     def pod_template(self, *, node: str, command: Sequence[str], time_cap_seconds: float) -> dict[str, Any]:
         """The pod spec the runner creates; `activeDeadlineSeconds` enforces the cap server-side too."""
         spec: dict[str, Any] = {
-            "nodeName": node, "hostPID": True, "hostNetwork": True, "restartPolicy": "Never",
+            "nodeName": node,
+            "hostPID": True,
+            "hostNetwork": True,
+            "restartPolicy": "Never",
             "activeDeadlineSeconds": int(time_cap_seconds),
             "tolerations": [{"operator": "Exists"}],
-            "containers": [{
-                "name": "probe", "image": self.image, "command": list(command),
-                "securityContext": {"privileged": True},
-                "volumeMounts": [{"name": "dev", "mountPath": "/dev"}],
-            }],
+            "containers": [
+                {
+                    "name": "probe",
+                    "image": self.image,
+                    "command": list(command),
+                    "securityContext": {"privileged": True},
+                    "volumeMounts": [{"name": "dev", "mountPath": "/dev"}],
+                }
+            ],
             "volumes": [{"name": "dev", "hostPath": {"path": "/dev"}}],
         }
         spec.update(self.extra_template)
         return {"apiVersion": "v1", "spec": spec}
 
     def argv(self, *, node: str, command: Sequence[str], time_cap_seconds: float) -> list[str]:
-        overrides = json.dumps(self.pod_template(node=node, command=command, time_cap_seconds=time_cap_seconds))
+        overrides = json.dumps(
+            self.pod_template(node=node, command=command, time_cap_seconds=time_cap_seconds)
+        )
         pod = f"triage-probe-{re.sub(r'[^a-z0-9-]', '-', node.lower())[:40]}"
-        return ["kubectl", "run", pod, "-n", self.namespace, "--rm", "--attach", "--quiet", "--restart=Never",
-                f"--image={self.image}", f"--pod-running-timeout={int(time_cap_seconds)}s",
-                f"--overrides={overrides}"]
+        return [
+            "kubectl",
+            "run",
+            pod,
+            "-n",
+            self.namespace,
+            "--rm",
+            "--attach",
+            "--quiet",
+            "--restart=Never",
+            f"--image={self.image}",
+            f"--pod-running-timeout={int(time_cap_seconds)}s",
+            f"--overrides={overrides}",
+        ]
 
 
 def make_runner(*, setting: str, image: str | None = None, partition: str | None = None) -> Runner | None:
@@ -103,14 +123,23 @@ def make_runner(*, setting: str, image: str | None = None, partition: str | None
 
 
 def run_on_node(
-    *, runner: Runner | None, node: str, command: Sequence[str], allow: bool, time_cap_seconds: float | None,
+    *,
+    runner: Runner | None,
+    node: str,
+    command: Sequence[str],
+    allow: bool,
+    time_cap_seconds: float | None,
     max_bytes: int = 1_000_000,
 ) -> RunResult:
     """Run one probe command on one node; refuses unless allowed, a runner exists and a cap within bounds is set."""
     if not allow:
-        raise ProbeNotAllowed("node probes run only when explicitly allowed (e.g. `/triage fabric ... --probe`)")
+        raise ProbeNotAllowed(
+            "node probes run only when explicitly allowed (e.g. `/triage fabric ... --probe`)"
+        )
     if runner is None:
-        raise ProbeNotAllowed("no node probe runner configured: set TRIAGE_NODE_PROBE_RUNNER=srun or k8s-debug")
+        raise ProbeNotAllowed(
+            "no node probe runner configured: set TRIAGE_NODE_PROBE_RUNNER=srun or k8s-debug"
+        )
     if time_cap_seconds is None or not 0 < time_cap_seconds <= MAX_TIME_CAP_SECONDS:
         raise ProbeNotAllowed(f"a time cap between 0 and {MAX_TIME_CAP_SECONDS:g} seconds is required")
     if not _NODE_NAME.fullmatch(node):
@@ -157,9 +186,14 @@ def parse_ibstat(text: str) -> list[IbPort]:
 
 def _port(raw: dict[str, str]) -> IbPort:
     rate = re.match(r"\d+(?:\.\d+)?", raw.get("rate", ""))
-    return IbPort(hca=raw["hca"], port=raw["port"], state=raw.get("state", ""),
-                  physical_state=raw.get("physical state", ""), rate_gbps=float(rate.group(0)) if rate else None,
-                  link_layer=raw.get("link layer", ""))
+    return IbPort(
+        hca=raw["hca"],
+        port=raw["port"],
+        state=raw.get("state", ""),
+        physical_state=raw.get("physical state", ""),
+        rate_gbps=float(rate.group(0)) if rate else None,
+        link_layer=raw.get("link layer", ""),
+    )
 
 
 def parse_ib_write_bw(text: str) -> float | None:
@@ -210,33 +244,65 @@ def compare(*, baseline: Baseline, observed: float | None) -> tuple[float | None
     ratio = observed / baseline.expected if baseline.expected else None
     if ratio is None:
         return None, "not_run"
-    verdict = "ok" if ratio >= baseline.degraded_below else "degraded" if ratio >= baseline.failed_below else "failed"
+    verdict = (
+        "ok"
+        if ratio >= baseline.degraded_below
+        else "degraded"
+        if ratio >= baseline.failed_below
+        else "failed"
+    )
     return round(ratio, 3), verdict
 
 
-def probe_observation(*, probe: str, nodes: Sequence[str], baseline: Baseline, observed: float | None,
-                      result: RunResult, time_cap_seconds: float, observed_at: datetime) -> findings.Observation:
+def probe_observation(
+    *,
+    probe: str,
+    nodes: Sequence[str],
+    baseline: Baseline,
+    observed: float | None,
+    result: RunResult,
+    time_cap_seconds: float,
+    observed_at: datetime,
+) -> findings.Observation:
     """One fabric_probe observation: expected vs observed and the ratio, with the exact command run."""
     ratio, verdict = compare(baseline=baseline, observed=observed)
     if result.timed_out:
         verdict = "not_run" if observed is None else verdict
-    text = (f"{probe} {' <-> '.join(nodes)}: observed {observed if observed is not None else 'nothing'} "
-            f"{baseline.unit}, expected {baseline.expected:g} {baseline.unit}"
-            + (f" (ratio {ratio:.2f}, {verdict})" if ratio is not None else f" ({verdict})"))
+    text = (
+        f"{probe} {' <-> '.join(nodes)}: observed {observed if observed is not None else 'nothing'} "
+        f"{baseline.unit}, expected {baseline.expected:g} {baseline.unit}"
+        + (f" (ratio {ratio:.2f}, {verdict})" if ratio is not None else f" ({verdict})")
+    )
     if result.timed_out:
         text += f"; stopped at the {time_cap_seconds:g}s cap"
     return findings.Observation(
-        source="fabric", kind="fabric_probe", subject=f"probe:{probe}", text=text, command=result.shown,
+        source="fabric",
+        kind="fabric_probe",
+        subject=f"probe:{probe}",
+        text=text,
+        command=result.shown,
         observed_at=observed_at,
-        fields={"probe": probe, "nodes": list(nodes), "expected": baseline.expected, "observed": observed,
-                "unit": baseline.unit, "ratio": ratio, "verdict": verdict, "baseline": baseline.source,
-                "command": result.shown, "time_cap_s": time_cap_seconds, "exit_code": result.returncode,
-                "timed_out": result.timed_out, "layer": "fabric"},
+        fields={
+            "probe": probe,
+            "nodes": list(nodes),
+            "expected": baseline.expected,
+            "observed": observed,
+            "unit": baseline.unit,
+            "ratio": ratio,
+            "verdict": verdict,
+            "baseline": baseline.source,
+            "command": result.shown,
+            "time_cap_s": time_cap_seconds,
+            "exit_code": result.returncode,
+            "timed_out": result.timed_out,
+            "layer": "fabric",
+        },
     )
 
 
-def ib_link_observations(*, node: str, ports: Sequence[IbPort], expected_rate_gbps: float | None,
-                         observed_at: datetime) -> list[findings.Observation]:
+def ib_link_observations(
+    *, node: str, ports: Sequence[IbPort], expected_rate_gbps: float | None, observed_at: datetime
+) -> list[findings.Observation]:
     """One ib_link observation per port, naming the problem when the port is down or below rate."""
     result = []
     for port in ports:
@@ -247,30 +313,62 @@ def ib_link_observations(*, node: str, ports: Sequence[IbPort], expected_rate_gb
             problem = f"physical state {port.physical_state}"
         elif expected_rate_gbps and port.rate_gbps is not None and port.rate_gbps < expected_rate_gbps:
             problem = f"rate {port.rate_gbps:g} Gb/s below the expected {expected_rate_gbps:g}"
-        result.append(findings.Observation(
-            source="fabric", kind="ib_link", subject=f"node:{node}/{port.hca}:{port.port}",
-            text=f"{node} {port.hca} port {port.port}: {port.state}/{port.physical_state} {port.rate_gbps} Gb/s"
-                 + (f" - {problem}" if problem else ""),
-            command=f"ibstat {port.hca} {port.port}", observed_at=observed_at,
-            fields={"node": node, "host": node, "hca": port.hca, "port": port.port, "state": port.state,
-                    "physical_state": port.physical_state, "rate_gbps": port.rate_gbps,
-                    "expected_rate_gbps": expected_rate_gbps, "link_layer": port.link_layer, "problem": problem,
-                    "layer": "fabric"},
-        ))
+        result.append(
+            findings.Observation(
+                source="fabric",
+                kind="ib_link",
+                subject=f"node:{node}/{port.hca}:{port.port}",
+                text=f"{node} {port.hca} port {port.port}: {port.state}/{port.physical_state} {port.rate_gbps} Gb/s"
+                + (f" - {problem}" if problem else ""),
+                command=f"ibstat {port.hca} {port.port}",
+                observed_at=observed_at,
+                fields={
+                    "node": node,
+                    "host": node,
+                    "hca": port.hca,
+                    "port": port.port,
+                    "state": port.state,
+                    "physical_state": port.physical_state,
+                    "rate_gbps": port.rate_gbps,
+                    "expected_rate_gbps": expected_rate_gbps,
+                    "link_layer": port.link_layer,
+                    "problem": problem,
+                    "layer": "fabric",
+                },
+            )
+        )
     return result
 
 
 def run_pair_bandwidth(
-    *, runner: Runner | None, server: str, client: str, allow: bool, time_cap_seconds: float, hca: str | None = None,
+    *,
+    runner: Runner | None,
+    server: str,
+    client: str,
+    allow: bool,
+    time_cap_seconds: float,
+    hca: str | None = None,
     duration_seconds: int = 10,
 ) -> tuple[RunResult, RunResult]:
     """`ib_write_bw` server on one node and client on the other, at the same time, both under the cap."""
     server_cmd = ["ib_write_bw", "-D", str(duration_seconds), "--report_gbits"] + (["-d", hca] if hca else [])
     client_cmd = [*server_cmd, server]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        server_future = pool.submit(run_on_node, runner=runner, node=server, command=server_cmd, allow=allow,
-                                    time_cap_seconds=time_cap_seconds)
+        server_future = pool.submit(
+            run_on_node,
+            runner=runner,
+            node=server,
+            command=server_cmd,
+            allow=allow,
+            time_cap_seconds=time_cap_seconds,
+        )
         time.sleep(2)  # let the server listen before the client connects
-        client_future = pool.submit(run_on_node, runner=runner, node=client, command=client_cmd, allow=allow,
-                                    time_cap_seconds=time_cap_seconds)
+        client_future = pool.submit(
+            run_on_node,
+            runner=runner,
+            node=client,
+            command=client_cmd,
+            allow=allow,
+            time_cap_seconds=time_cap_seconds,
+        )
         return server_future.result(), client_future.result()

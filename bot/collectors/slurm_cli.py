@@ -22,8 +22,18 @@ from bot.collectors.slurm_model import (
 
 _NOT_FOUND = ("Invalid job id specified", "Invalid partition name specified", "Invalid node name specified")
 _ACCOUNTING_OFF = ("accounting storage is disabled", "slurmdbd", "Connection refused")
-SACCT_COLUMNS = ["JobID", "JobName", "State", "ExitCode", "NodeList", "Start", "End", "Elapsed", "MaxRSS",
-                 "ReqMem"]
+SACCT_COLUMNS = [
+    "JobID",
+    "JobName",
+    "State",
+    "ExitCode",
+    "NodeList",
+    "Start",
+    "End",
+    "Elapsed",
+    "MaxRSS",
+    "ReqMem",
+]
 
 
 class CliBackend:
@@ -36,15 +46,23 @@ class CliBackend:
         self._max_bytes = max_bytes
 
     def _run(self, argv: list[str]) -> RunResult:
-        return run_bounded(argv=argv, timeout_seconds=self._timeout, max_bytes=self._max_bytes,
-                           env={"SLURM_TIME_FORMAT": "standard"})
+        return run_bounded(
+            argv=argv,
+            timeout_seconds=self._timeout,
+            max_bytes=self._max_bytes,
+            env={"SLURM_TIME_FORMAT": "standard"},
+        )
 
     def version(self) -> Fetched[str | None]:
         """`scontrol --version` -> `22.05.8`."""
         result = self._run(["scontrol", "--version"])
         match = re.search(r"(\d+\.\d+\.\d+)", result.stdout)
-        return Fetched(data=match.group(1) if match else None, command=result.shown,
-                       excerpt=result.stdout.strip(), error=_error(result))
+        return Fetched(
+            data=match.group(1) if match else None,
+            command=result.shown,
+            excerpt=result.stdout.strip(),
+            error=_error(result),
+        )
 
     def job(self, *, job_id: str) -> Fetched[SlurmJob | None]:
         """`scontrol -d -o show job <id>`; None when the controller does not know the id."""
@@ -53,24 +71,38 @@ class CliBackend:
         if not result.ok:
             if any(marker in result.stderr for marker in _NOT_FOUND):
                 return Fetched(data=None, command=shown, excerpt=result.stderr.strip())
-            return Fetched(data=None, command=shown, excerpt=result.stderr.strip()[:2000], error=_error(result),
-                           timed_out=result.timed_out, truncated=result.truncated)
+            return Fetched(
+                data=None,
+                command=shown,
+                excerpt=result.stderr.strip()[:2000],
+                error=_error(result),
+                timed_out=result.timed_out,
+                truncated=result.truncated,
+            )
         line = next((line for line in result.stdout.splitlines() if line.startswith("JobId=")), "")
         if not line:
             return Fetched(data=None, command=shown, excerpt=result.stdout[:2000], error="no JobId line")
-        return Fetched(data=job_from_scontrol(line), command=shown, excerpt=line[:4000],
-                       truncated=result.truncated)
+        return Fetched(
+            data=job_from_scontrol(line), command=shown, excerpt=line[:4000], truncated=result.truncated
+        )
 
     def partition(self, *, name: str) -> Fetched[SlurmPartition | None]:
         """`scontrol -o show partition <name>`."""
         result = self._run(["scontrol", "-o", "show", "partition", name])
         shown = f"scontrol show partition {name}"
         if not result.ok:
-            return Fetched(data=None, command=shown, excerpt=result.stderr.strip()[:2000],
-                           error="" if any(m in result.stderr for m in _NOT_FOUND) else _error(result))
+            return Fetched(
+                data=None,
+                command=shown,
+                excerpt=result.stderr.strip()[:2000],
+                error="" if any(m in result.stderr for m in _NOT_FOUND) else _error(result),
+            )
         records = parse.parse_scontrol_records(result.stdout)
-        return Fetched(data=partition_from_scontrol(records[0]) if records else None, command=shown,
-                       excerpt=result.stdout.strip()[:4000])
+        return Fetched(
+            data=partition_from_scontrol(records[0]) if records else None,
+            command=shown,
+            excerpt=result.stdout.strip()[:4000],
+        )
 
     def partition_node_states(self, *, name: str) -> Fetched[dict[str, int]]:
         """`sinfo -h -p <p> -o '%T|%D'`: node counts per state (aggregated by sinfo, so small)."""
@@ -82,8 +114,12 @@ class CliBackend:
             if count.strip().isdigit():
                 key = state.strip().rstrip("*~#!%$@^-").lower()
                 counts[key] = counts.get(key, 0) + int(count)
-        return Fetched(data=counts, command=f"sinfo -p {name} -o '%T %D'", excerpt=result.stdout.strip()[:2000],
-                       error="" if result.ok else _error(result))
+        return Fetched(
+            data=counts,
+            command=f"sinfo -p {name} -o '%T %D'",
+            excerpt=result.stdout.strip()[:2000],
+            error="" if result.ok else _error(result),
+        )
 
     def nodes(self, *, names: list[str]) -> Fetched[list[SlurmNode]]:
         """`scontrol -o show node a,b,c` (one call for all names)."""
@@ -92,19 +128,31 @@ class CliBackend:
         joined = ",".join(names)
         result = self._run(["scontrol", "-o", "show", "node", joined])
         shown = f"scontrol show node {joined}"
-        nodes = [node_from_scontrol(record) for record in parse.parse_scontrol_records(result.stdout)
-                 if "NodeName" in record]
-        return Fetched(data=nodes, command=shown, excerpt=result.stdout.strip()[:8000],
-                       error="" if result.ok else _error(result), truncated=result.truncated,
-                       timed_out=result.timed_out)
+        nodes = [
+            node_from_scontrol(record)
+            for record in parse.parse_scontrol_records(result.stdout)
+            if "NodeName" in record
+        ]
+        return Fetched(
+            data=nodes,
+            command=shown,
+            excerpt=result.stdout.strip()[:8000],
+            error="" if result.ok else _error(result),
+            truncated=result.truncated,
+            timed_out=result.timed_out,
+        )
 
     def steps(self, *, job_id: str) -> Fetched[list[SlurmStep]]:
         """`scontrol -o show step <id>` (live steps only)."""
         result = self._run(["scontrol", "-o", "show", "step", job_id])
         shown = f"scontrol show step {job_id}"
         if not result.ok:
-            return Fetched(data=[], command=shown, excerpt=result.stderr.strip()[:2000],
-                           error="" if "Invalid job id" in result.stderr else _error(result))
+            return Fetched(
+                data=[],
+                command=shown,
+                excerpt=result.stderr.strip()[:2000],
+                error="" if "Invalid job id" in result.stderr else _error(result),
+            )
         steps = [
             SlurmStep(
                 step_id=record.get("StepId", ""),
@@ -124,17 +172,31 @@ class CliBackend:
         result = self._run(argv)
         shown = " ".join(argv)
         if result.missing:
-            return Fetched(data=Accounting(enabled=False, message="sacct is not installed here"), command=shown)
+            return Fetched(
+                data=Accounting(enabled=False, message="sacct is not installed here"), command=shown
+            )
         if not result.ok:
             message = (result.stderr or result.stdout).strip()
             if any(marker in message for marker in _ACCOUNTING_OFF):
-                return Fetched(data=Accounting(enabled=False, message=message[:500]), command=shown,
-                               excerpt=message[:500])
-            return Fetched(data=Accounting(enabled=False, message=message[:500]), command=shown,
-                           excerpt=message[:500], error=_error(result), timed_out=result.timed_out)
+                return Fetched(
+                    data=Accounting(enabled=False, message=message[:500]),
+                    command=shown,
+                    excerpt=message[:500],
+                )
+            return Fetched(
+                data=Accounting(enabled=False, message=message[:500]),
+                command=shown,
+                excerpt=message[:500],
+                error=_error(result),
+                timed_out=result.timed_out,
+            )
         rows = parse.parse_sacct_parsable(result.stdout, columns=SACCT_COLUMNS)
-        return Fetched(data=Accounting(enabled=True, steps=tuple(step_from_sacct(row) for row in rows)),
-                       command=shown, excerpt=result.stdout.strip()[:8000], truncated=result.truncated)
+        return Fetched(
+            data=Accounting(enabled=True, steps=tuple(step_from_sacct(row) for row in rows)),
+            command=shown,
+            excerpt=result.stdout.strip()[:8000],
+            truncated=result.truncated,
+        )
 
 
 def _error(result: RunResult) -> str:
@@ -164,10 +226,18 @@ def job_from_scontrol(line: str) -> SlurmJob:
     derived, _ = parse.parse_exit_code(record.get("DerivedExitCode"))
     tres = parse.parse_tres(parse.value(record, "TRES"))
     nodelist = parse.value(record, "NodeList")
-    gres_req = next((parse.value(record, key) for key in ("TresPerNode", "TresPerJob", "TresPerTask",
-                                                           "TresPerSocket") if parse.value(record, key)), None)
+    gres_req = next(
+        (
+            parse.value(record, key)
+            for key in ("TresPerNode", "TresPerJob", "TresPerTask", "TresPerSocket")
+            if parse.value(record, key)
+        ),
+        None,
+    )
     # `-d` adds one `Nodes=<list> CPU_IDs=.. Mem=.. GRES=gpu:h200:1(IDX:0)` group per allocation.
-    gres_alloc = tuple(match.group(2) for match in re.finditer(r"Nodes=(\S+) CPU_IDs=\S+ Mem=\S+ GRES=(\S+)", line))
+    gres_alloc = tuple(
+        match.group(2) for match in re.finditer(r"Nodes=(\S+) CPU_IDs=\S+ Mem=\S+ GRES=(\S+)", line)
+    )
     time_limit = parse.value(record, "TimeLimit")
     user = record.get("UserId", "")
     return SlurmJob(
@@ -224,7 +294,8 @@ def node_from_scontrol(record: dict[str, str]) -> SlurmNode:
     return SlurmNode(
         name=record.get("NodeName", ""),
         state=base.rstrip("*"),
-        state_flags=tuple(flag for flag in flags if flag) + (("NOT_RESPONDING",) if base.endswith("*") else ()),
+        state_flags=tuple(flag for flag in flags if flag)
+        + (("NOT_RESPONDING",) if base.endswith("*") else ()),
         reason=reason,
         reason_set_by=set_by,
         reason_time=parse.parse_time(reason_time),
@@ -232,7 +303,8 @@ def node_from_scontrol(record: dict[str, str]) -> SlurmNode:
         gres_used=parse.value(record, "GresUsed"),
         cfg_tres=parse.parse_tres(parse.value(record, "CfgTRES")),
         alloc_tres=parse.parse_tres(parse.value(record, "AllocTRES")),
-        partitions=tuple((parse.value(record, "Partitions") or "").split(",")) if parse.value(record, "Partitions")
+        partitions=tuple((parse.value(record, "Partitions") or "").split(","))
+        if parse.value(record, "Partitions")
         else (),
     )
 

@@ -73,10 +73,21 @@ class SlurmJob:
         return self.state in TERMINAL_STATES
 
 
-TERMINAL_STATES = frozenset({
-    "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL",
-    "DEADLINE", "PREEMPTED", "SPECIAL_EXIT", "REVOKED",
-})
+TERMINAL_STATES = frozenset(
+    {
+        "COMPLETED",
+        "FAILED",
+        "CANCELLED",
+        "TIMEOUT",
+        "OUT_OF_MEMORY",
+        "NODE_FAIL",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "PREEMPTED",
+        "SPECIAL_EXIT",
+        "REVOKED",
+    }
+)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -98,8 +109,21 @@ class SlurmNode:
     @property
     def unavailable(self) -> bool:
         """Down, drained/draining, failing or otherwise not schedulable."""
-        bad = {"DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING", "NOT_RESPONDING", "MAINT",
-               "REBOOT_REQUESTED", "POWERED_DOWN", "FUTURE", "INVAL", "UNKNOWN"}
+        bad = {
+            "DOWN",
+            "DRAIN",
+            "DRAINED",
+            "DRAINING",
+            "FAIL",
+            "FAILING",
+            "NOT_RESPONDING",
+            "MAINT",
+            "REBOOT_REQUESTED",
+            "POWERED_DOWN",
+            "FUTURE",
+            "INVAL",
+            "UNKNOWN",
+        }
         return self.state in bad or any(flag in bad for flag in self.state_flags)
 
 

@@ -21,8 +21,8 @@ def parse_scontrol_record(line: str) -> dict[str, str]:
         marker = f" {name}="
         at = text.find(marker)
         # Node records end with Reason=...; job records carry Reason= mid-line without spaces.
-        if at >= 0 and not _KEY.search(text[at + len(marker):]):
-            record_tail = text[at + len(marker):]
+        if at >= 0 and not _KEY.search(text[at + len(marker) :]):
+            record_tail = text[at + len(marker) :]
             text = text[:at]
             record.update(_split_keys(text))
             record.setdefault(name, record_tail.strip())
@@ -35,7 +35,7 @@ def _split_keys(text: str) -> dict[str, str]:
     record: dict[str, str] = {}
     for index, match in enumerate(matches):
         end = matches[index + 1].start() if index + 1 < len(matches) else len(text)
-        record.setdefault(match.group(1), text[match.end():end].strip())
+        record.setdefault(match.group(1), text[match.end() : end].strip())
     return record
 
 
@@ -169,5 +169,7 @@ def parse_sacct_parsable(text: str, *, columns: list[str]) -> list[dict[str, str
         if not line.strip():
             continue
         cells = line.split("|")
-        rows.append({column: (cells[index] if index < len(cells) else "") for index, column in enumerate(columns)})
+        rows.append(
+            {column: (cells[index] if index < len(cells) else "") for index, column in enumerate(columns)}
+        )
     return rows

@@ -55,7 +55,9 @@ class RestBackend:
         url = f"{self._base}{path}"
         shown = f"curl -H 'X-SLURM-USER-TOKEN: ...' {url}"
         try:
-            with self._session.get(url, headers=self._headers, timeout=self._timeout, stream=True) as response:
+            with self._session.get(
+                url, headers=self._headers, timeout=self._timeout, stream=True
+            ) as response:
                 body = bytearray()
                 for chunk in response.iter_content(chunk_size=65536):
                     body.extend(chunk)
@@ -67,7 +69,11 @@ class RestBackend:
         except requests.RequestException as error:
             return None, shown, f"slurmrestd unreachable: {type(error).__name__}"
         if status in (401, 403):
-            return None, shown, f"slurmrestd refused the token (HTTP {status}): check SLURM_JWT and the user name"
+            return (
+                None,
+                shown,
+                f"slurmrestd refused the token (HTTP {status}): check SLURM_JWT and the user name",
+            )
         try:
             data = json.loads(bytes(body))
         except ValueError:
@@ -95,16 +101,24 @@ class RestBackend:
             if _error_numbers(data) & {2017} or "Invalid job id" in errors:
                 return Fetched(data=None, command=shown, excerpt=errors)
             hint = " (slurmrestd could not ask the controller: check that the token is valid and not expired)"
-            return Fetched(data=None, command=shown, excerpt=errors,
-                           error=(errors or "slurmrestd returned no job") + hint)
+            return Fetched(
+                data=None,
+                command=shown,
+                excerpt=errors,
+                error=(errors or "slurmrestd returned no job") + hint,
+            )
         return Fetched(data=job_from_rest(jobs[0]), command=shown, excerpt=_excerpt(jobs[0]))
 
     def partition(self, *, name: str) -> Fetched[SlurmPartition | None]:
         """`GET /slurm/<v>/partition/<name>`."""
         data, shown, error = self._get(f"/slurm/{self._api}/partition/{name}")
         items = (data or {}).get("partitions") or []
-        return Fetched(data=partition_from_rest(items[0]) if items else None, command=shown,
-                       excerpt=_excerpt(items[0]) if items else _errors(data or {}), error=error)
+        return Fetched(
+            data=partition_from_rest(items[0]) if items else None,
+            command=shown,
+            excerpt=_excerpt(items[0]) if items else _errors(data or {}),
+            error=error,
+        )
 
     def nodes(self, *, names: list[str]) -> Fetched[list[SlurmNode]]:
         """`GET /slurm/<v>/node/<name>` per node (the caller bounds the count)."""
@@ -122,13 +136,19 @@ class RestBackend:
 
     def partition_node_states(self, *, name: str) -> Fetched[dict[str, int]]:
         """Not read over REST: v0.0.38 would have to list every node of the cluster to count them."""
-        return Fetched(data={}, command=f"sinfo -p {name} -o '%T %D'",
-                       error="node state counts are not read over slurmrestd (it would list every node)")
+        return Fetched(
+            data={},
+            command=f"sinfo -p {name} -o '%T %D'",
+            error="node state counts are not read over slurmrestd (it would list every node)",
+        )
 
     def steps(self, *, job_id: str) -> Fetched[list[SlurmStep]]:
         """slurmrestd's v0.0.38 has no live-step endpoint: say so rather than guess."""
-        return Fetched(data=[], command=f"scontrol show step {job_id}",
-                       error="live steps are not exposed by slurmrestd; run the command on a login node")
+        return Fetched(
+            data=[],
+            command=f"scontrol show step {job_id}",
+            error="live steps are not exposed by slurmrestd; run the command on a login node",
+        )
 
     def accounting(self, *, job_id: str) -> Fetched[Accounting]:
         """`GET /slurmdb/<v>/job/<id>`; accounting is off when slurmrestd has no slurmdbd plugin."""
@@ -144,33 +164,55 @@ class RestBackend:
             for step in job.get("steps") or []:
                 step_info = step.get("step") or {}
                 exit_code = step.get("exit_code") or {}
-                steps.append(SlurmStep(
-                    step_id=str(step_info.get("id") or step_info.get("name") or ""),
-                    name=str(step_info.get("name") or ""),
-                    state=_state(step.get("state")),
-                    exit_code=_number(exit_code.get("return_code")),
-                    exit_signal=_number((exit_code.get("signal") or {}).get("signal_id"))
-                    if isinstance(exit_code.get("signal"), dict) else None,
-                    nodelist=(step.get("nodes") or {}).get("range"),
-                ))
+                steps.append(
+                    SlurmStep(
+                        step_id=str(step_info.get("id") or step_info.get("name") or ""),
+                        name=str(step_info.get("name") or ""),
+                        state=_state(step.get("state")),
+                        exit_code=_number(exit_code.get("return_code")),
+                        exit_signal=_number((exit_code.get("signal") or {}).get("signal_id"))
+                        if isinstance(exit_code.get("signal"), dict)
+                        else None,
+                        nodelist=(step.get("nodes") or {}).get("range"),
+                    )
+                )
         return Fetched(data=Accounting(enabled=True, steps=tuple(steps)), command=shown)
 
 
 def _errors(data: dict[str, Any]) -> str:
     return "; ".join(
         f"{item.get('error', '')}: {item.get('description', '')}".strip(": ")
-        for item in data.get("errors") or [] if isinstance(item, dict)
+        for item in data.get("errors") or []
+        if isinstance(item, dict)
     )
 
 
 def _error_numbers(data: dict[str, Any]) -> set[int]:
-    return {int(item["error_number"]) for item in data.get("errors") or []
-            if isinstance(item, dict) and isinstance(item.get("error_number"), int)}
+    return {
+        int(item["error_number"])
+        for item in data.get("errors") or []
+        if isinstance(item, dict) and isinstance(item.get("error_number"), int)
+    }
 
 
 def _excerpt(item: dict[str, Any]) -> str:
-    keys = ("job_id", "job_state", "state_reason", "state_description", "partition", "nodes", "name", "state",
-            "state_flags", "reason", "exit_code", "tres_req_str", "tres_alloc_str", "gres", "gres_used")
+    keys = (
+        "job_id",
+        "job_state",
+        "state_reason",
+        "state_description",
+        "partition",
+        "nodes",
+        "name",
+        "state",
+        "state_flags",
+        "reason",
+        "exit_code",
+        "tres_req_str",
+        "tres_alloc_str",
+        "gres",
+        "gres_used",
+    )
     return ", ".join(f"{key}={item[key]}" for key in keys if key in item)
 
 
@@ -228,8 +270,14 @@ def job_from_rest(item: dict[str, Any]) -> SlurmJob:
     derived, _ = _wait_status(item.get("derived_exit_code"))
     nodelist = _text(item.get("nodes"))
     time_limit = _number(item.get("time_limit"))
-    gres_req = next((_text(item.get(key)) for key in ("tres_per_node", "tres_per_job", "tres_per_task")
-                     if _text(item.get(key))), None)
+    gres_req = next(
+        (
+            _text(item.get(key))
+            for key in ("tres_per_node", "tres_per_job", "tres_per_task")
+            if _text(item.get(key))
+        ),
+        None,
+    )
     return SlurmJob(
         job_id=str(item.get("job_id", "")),
         name=str(item.get("name", "")),
@@ -266,8 +314,12 @@ def job_from_rest(item: dict[str, Any]) -> SlurmJob:
         work_dir=_text(item.get("current_working_directory")),
         std_out=_text(item.get("standard_output")),
         array_job_id=str(_number(item.get("array_job_id"))) if _number(item.get("array_job_id")) else None,
-        array_task_id=_text(item.get("array_task_string")) or (
-            str(_number(item.get("array_task_id"))) if _number(item.get("array_task_id")) is not None else None),
+        array_task_id=_text(item.get("array_task_string"))
+        or (
+            str(_number(item.get("array_task_id")))
+            if _number(item.get("array_task_id")) is not None
+            else None
+        ),
     )
 
 
@@ -277,7 +329,10 @@ def node_from_rest(item: dict[str, Any]) -> SlurmNode:
     if isinstance(state, list):  # later versions: ["DOWN", "DRAIN"]
         base, flags = (str(state[0]).upper() if state else ""), tuple(str(flag).upper() for flag in state[1:])
     else:
-        base, flags = str(state or "").upper(), tuple(str(flag).upper() for flag in item.get("state_flags") or [])
+        base, flags = (
+            str(state or "").upper(),
+            tuple(str(flag).upper() for flag in item.get("state_flags") or []),
+        )
     return SlurmNode(
         name=str(item.get("name", "")),
         state=base,

@@ -12,9 +12,11 @@ from bot.findings import utcnow
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "fabric"
 LAB = FIXTURES / "lab-nccl-ib"
 PUBLISHED = FIXTURES / "published"
-IB_LINE = ("{host}:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer {peer_ip}<54862> "
-           "with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:{ip} remoteGids ::ffff:{peer_ip} "
-           "hca mlx5_{hca}")
+IB_LINE = (
+    "{host}:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer {peer_ip}<54862> "
+    "with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:{ip} remoteGids ::ffff:{peer_ip} "
+    "hca mlx5_{hca}"
+)
 
 
 def _scope(observations: list) -> dict:
@@ -30,7 +32,9 @@ def test_the_labs_nccl_scenario_is_path_local_between_node_03_and_node_07() -> N
     assert scope["suspect_hca"] == "mlx5_2"
     completions = [item.fields for item in observations if item.fields.get("error_type") == "ib_completion"]
     assert {(item["host"], item["peer_host"]) for item in completions} == {
-        ("gpu-node-03", "gpu-node-07"), ("gpu-node-07", "gpu-node-03")}
+        ("gpu-node-03", "gpu-node-07"),
+        ("gpu-node-07", "gpu-node-03"),
+    }
     assert {item["status_text"] for item in completions} == {"IBV_WC_RETRY_EXC_ERR"}
 
 
@@ -49,7 +53,9 @@ def test_the_live_lab_scenario_when_this_build_has_the_lab() -> None:
 
 
 def test_peers_are_mapped_to_hosts_from_nccls_own_oob_lines() -> None:
-    table = fabric.learn_ip_hosts((LAB / "gpu-node-03.log").read_text() + (LAB / "gpu-node-07.log").read_text())
+    table = fabric.learn_ip_hosts(
+        (LAB / "gpu-node-03.log").read_text() + (LAB / "gpu-node-07.log").read_text()
+    )
     assert table == {"10.0.1.13": "gpu-node-03", "10.0.1.17": "gpu-node-07"}
 
 
@@ -58,7 +64,11 @@ def test_a_published_ib_completion_line_gives_peer_status_vendor_error_and_gids(
     assert event.error_type == "ib_completion"
     assert event.host == "kp-ddp-worker-0"
     assert (event.peer_ip, event.peer, event.status, event.vendor_err) == (
-        "10.216.210.236", "10.216.210.236<54862>", 12, 129)
+        "10.216.210.236",
+        "10.216.210.236<54862>",
+        12,
+        129,
+    )
     assert event.remote_gid == "fd00:1148:9000:5000:4:200:3:ff1f"
     assert event.device == 4
 
@@ -67,7 +77,9 @@ def test_watchdog_timeouts_give_rank_op_size_and_timeout_but_do_not_pretend_to_l
     text = (PUBLISHED / "watchdog-llamafactory-7396.log").read_text()
     events = fabric.parse_nccl_log(text, host="trainer-0")
     assert [(e.rank, e.op_type, e.seq_num, e.numel_in, e.timeout_ms) for e in events] == [
-        (0, "ALLREDUCE", 1580, 466119168, 600000), (4, "ALLREDUCE", 1580, 466119168, 600000)]
+        (0, "ALLREDUCE", 1580, 466119168, 600000),
+        (4, "ALLREDUCE", 1580, 466119168, 600000),
+    ]
     decision = fabric.decide_scope(events)
     assert decision.scope == "unknown"
     assert "timeouts" in decision.reason
@@ -80,27 +92,37 @@ def test_the_older_watchdog_format_without_sizes_parses() -> None:
 
 def test_one_host_on_every_failing_path_is_node_local() -> None:
     ips = {"a": "10.0.0.1", "b": "10.0.0.2", "c": "10.0.0.3", "d": "10.0.0.4"}
-    logs = {host: IB_LINE.format(host=host, ip=ips[host], peer_ip=ips["a"], hca=1) for host in ("b", "c", "d")}
+    logs = {
+        host: IB_LINE.format(host=host, ip=ips[host], peer_ip=ips["a"], hca=1) for host in ("b", "c", "d")
+    }
     logs["a"] = IB_LINE.format(host="a", ip=ips["a"], peer_ip=ips["b"], hca=3)
-    observations = fabric.fabric_observations(logs=logs, observed_at=utcnow(),
-                                              ip_hosts={ip: host for host, ip in ips.items()})
+    observations = fabric.fabric_observations(
+        logs=logs, observed_at=utcnow(), ip_hosts={ip: host for host, ip in ips.items()}
+    )
     scope = _scope(observations)
     assert (scope["scope"], scope["suspect_host"], scope["suspect_hca"]) == ("node-local", "a", "mlx5_3")
 
 
 def test_errors_on_unrelated_pairs_are_fabric_wide() -> None:
     ips = {"a": "10.0.0.1", "b": "10.0.0.2", "c": "10.0.0.3", "d": "10.0.0.4"}
-    logs = {"a": IB_LINE.format(host="a", ip=ips["a"], peer_ip=ips["b"], hca=0),
-            "c": IB_LINE.format(host="c", ip=ips["c"], peer_ip=ips["d"], hca=0)}
-    scope = _scope(fabric.fabric_observations(logs=logs, observed_at=utcnow(),
-                                              ip_hosts={ip: host for host, ip in ips.items()}))
+    logs = {
+        "a": IB_LINE.format(host="a", ip=ips["a"], peer_ip=ips["b"], hca=0),
+        "c": IB_LINE.format(host="c", ip=ips["c"], peer_ip=ips["d"], hca=0),
+    }
+    scope = _scope(
+        fabric.fabric_observations(
+            logs=logs, observed_at=utcnow(), ip_hosts={ip: host for host, ip in ips.items()}
+        )
+    )
     assert scope["scope"] == "fabric-wide"
     assert scope["hosts"] == ["a", "b", "c", "d"]
 
 
 def test_socket_errors_are_marked_so_the_socket_rule_can_match() -> None:
-    line = ("node-1:100:200 [0] misc/socket.cc:49 NCCL WARN NET/Socket : socketProgressOpt: Connection closed by "
-            "remote peer node-2<46392>")
+    line = (
+        "node-1:100:200 [0] misc/socket.cc:49 NCCL WARN NET/Socket : socketProgressOpt: Connection closed by "
+        "remote peer node-2<46392>"
+    )
     [event] = fabric.parse_nccl_log(line, host="node-1")
     assert (event.error_type, event.op) == ("socket", "socket")
 

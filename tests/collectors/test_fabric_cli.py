@@ -36,7 +36,9 @@ def test_fabric_logs_names_the_pair_of_hosts(app: typer.Typer) -> None:
 
 
 def test_fabric_logs_as_json_lists_observations(app: typer.Typer) -> None:
-    result = CliRunner().invoke(app, ["fabric", "logs", "--json", str(PUBLISHED / "watchdog-llamafactory-7396.log")])
+    result = CliRunner().invoke(
+        app, ["fabric", "logs", "--json", str(PUBLISHED / "watchdog-llamafactory-7396.log")]
+    )
     assert result.exit_code == 0, result.output
     kinds = [item["kind"] for item in json.loads(result.output)]
     assert kinds.count("nccl_error") == 2 and "fabric_scope" in kinds
@@ -48,14 +50,20 @@ def test_a_missing_log_file_is_a_clear_error(app: typer.Typer, tmp_path: Path) -
     assert "not a readable file" in result.output
 
 
-def test_a_bandwidth_probe_without_allow_is_refused(app: typer.Typer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bandwidth_probe_without_allow_is_refused(
+    app: typer.Typer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TRIAGE_NODE_PROBE_RUNNER", "srun")
-    result = CliRunner().invoke(app, ["fabric", "pair", "--server", "a", "--client", "b", "--expected-gbps", "400"])
+    result = CliRunner().invoke(
+        app, ["fabric", "pair", "--server", "a", "--client", "b", "--expected-gbps", "400"]
+    )
     assert result.exit_code == cli_fabric.EXIT_REFUSED
     assert "explicitly allowed" in result.output
 
 
-def test_a_link_probe_with_no_runner_configured_is_refused(app: typer.Typer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_link_probe_with_no_runner_configured_is_refused(
+    app: typer.Typer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TRIAGE_NODE_PROBE_RUNNER", "off")
     result = CliRunner().invoke(app, ["fabric", "links", "--node", "a", "--allow"])
     assert result.exit_code == cli_fabric.EXIT_REFUSED
@@ -64,8 +72,9 @@ def test_a_link_probe_with_no_runner_configured_is_refused(app: typer.Typer, mon
 
 @pytest.mark.slurm
 @pytest.mark.skipif(shutil.which("srun") is None, reason="Slurm client tools are not installed")
-def test_a_link_probe_on_a_node_without_ibstat_fails_cleanly(app: typer.Typer, monkeypatch: pytest.MonkeyPatch,
-                                                            tmp_path: Path) -> None:
+def test_a_link_probe_on_a_node_without_ibstat_fails_cleanly(
+    app: typer.Typer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("TRIAGE_NODE_PROBE_RUNNER", "srun")
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no ibstat on the test node
     result = CliRunner().invoke(app, ["fabric", "links", "--node", "localhost", "--allow", "--cap", "30"])

@@ -15,7 +15,11 @@ from bot.collectors import dcgm_metrics
 from bot.findings import utcnow
 
 SERIES = {
-    "DCGM_FI_DEV_XID_ERRORS": [("gpu-node-05", "3", "79"), ("gpu-node-05", "4", "0"), ("gpu-node-06", "0", "0")],
+    "DCGM_FI_DEV_XID_ERRORS": [
+        ("gpu-node-05", "3", "79"),
+        ("gpu-node-05", "4", "0"),
+        ("gpu-node-06", "0", "0"),
+    ],
     "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": [("gpu-node-05", "3", "2")],
     "DCGM_FI_DEV_ROW_REMAP_FAILURE": [("gpu-node-05", "3", "1")],
 }
@@ -28,9 +32,19 @@ class _Prometheus(BaseHTTPRequestHandler):
         query = parse_qs(urlparse(self.path).query).get("query", [""])[0]
         type(self).queries.append(query)
         metric = query.split("{", 1)[0]
-        result = [{"metric": {"__name__": metric, "Hostname": host, "gpu": gpu, "UUID": f"GPU-{host}-{gpu}",
-                              "pci_bus_id": f"00000000:{int(gpu) + 0x19:02X}:00.0"},
-                   "value": [1795990000.123, value]} for host, gpu, value in SERIES.get(metric, [])]
+        result = [
+            {
+                "metric": {
+                    "__name__": metric,
+                    "Hostname": host,
+                    "gpu": gpu,
+                    "UUID": f"GPU-{host}-{gpu}",
+                    "pci_bus_id": f"00000000:{int(gpu) + 0x19:02X}:00.0",
+                },
+                "value": [1795990000.123, value],
+            }
+            for host, gpu, value in SERIES.get(metric, [])
+        ]
         body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -54,15 +68,23 @@ def prometheus() -> Iterator[str]:
 
 
 def test_a_nonzero_last_xid_and_remap_failure_become_observations(prometheus: str) -> None:
-    samples = dcgm_metrics.query_node_series(prometheus_url=prometheus, nodes=["gpu-node-05", "gpu-node-06"],
-                                             timeout_seconds=5)
-    observations = dcgm_metrics.dcgm_observations(samples=samples, observed_at=utcnow(), prometheus_url=prometheus)
+    samples = dcgm_metrics.query_node_series(
+        prometheus_url=prometheus, nodes=["gpu-node-05", "gpu-node-06"], timeout_seconds=5
+    )
+    observations = dcgm_metrics.dcgm_observations(
+        samples=samples, observed_at=utcnow(), prometheus_url=prometheus
+    )
     xids = [item.fields for item in observations if item.kind == "gpu_xid"]
     assert [(item["node"], item["gpu_index"], item["xid"], item["drain"]) for item in xids] == [
-        ("gpu-node-05", "3", 79, True)]
-    health = {item.fields["metric"]: item.fields["status"] for item in observations if item.kind == "gpu_health"}
-    assert health == {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": "degraded",
-                      "DCGM_FI_DEV_ROW_REMAP_FAILURE": "failed"}
+        ("gpu-node-05", "3", 79, True)
+    ]
+    health = {
+        item.fields["metric"]: item.fields["status"] for item in observations if item.kind == "gpu_health"
+    }
+    assert health == {
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": "degraded",
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE": "failed",
+    }
     assert all('Hostname=~"gpu-node-05|gpu-node-06"' in query for query in _Prometheus.queries)
 
 
@@ -72,8 +94,12 @@ def test_dots_in_node_names_are_escaped_for_promql(prometheus: str) -> None:
 
 
 def test_node_names_that_could_inject_promql_are_dropped(prometheus: str) -> None:
-    assert dcgm_metrics.query_node_series(prometheus_url=prometheus, nodes=['x"} or vector(1) #'],
-                                          timeout_seconds=5) == []
+    assert (
+        dcgm_metrics.query_node_series(
+            prometheus_url=prometheus, nodes=['x"} or vector(1) #'], timeout_seconds=5
+        )
+        == []
+    )
     assert _Prometheus.queries == []
 
 
@@ -83,7 +109,9 @@ def test_an_unreachable_prometheus_is_a_clear_error() -> None:
 
 
 @pytest.mark.slurm
-@pytest.mark.skipif(__import__("shutil").which("sbatch") is None, reason="Slurm client tools are not installed")
+@pytest.mark.skipif(
+    __import__("shutil").which("sbatch") is None, reason="Slurm client tools are not installed"
+)
 def test_a_slurm_triage_reads_dcgm_series_for_the_jobs_node(prometheus: str, tmp_path: object) -> None:
     import subprocess
 
@@ -91,12 +119,23 @@ def test_a_slurm_triage_reads_dcgm_series_for_the_jobs_node(prometheus: str, tmp
     from bot.diagnose_slurm import diagnose_slurm
 
     SERIES["DCGM_FI_DEV_XID_ERRORS"].append(("localhost", "1", "48"))
-    done = subprocess.run(["sbatch", "--parsable", "-o", "/dev/null", "-p", "small", "-t", "2", "--wrap", "sleep 60"],
-                          capture_output=True, text=True, timeout=15, check=True, cwd=str(tmp_path))
+    done = subprocess.run(
+        ["sbatch", "--parsable", "-o", "/dev/null", "-p", "small", "-t", "2", "--wrap", "sleep 60"],
+        capture_output=True,
+        text=True,
+        timeout=15,
+        check=True,
+        cwd=str(tmp_path),
+    )
     job_id = done.stdout.strip()
     for _ in range(60):  # bounded wait until the scheduler has placed it
-        state = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True, text=True,
-                               timeout=10, check=False).stdout.strip()
+        state = subprocess.run(
+            ["squeue", "-h", "-j", job_id, "-o", "%T"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        ).stdout.strip()
         if state == "RUNNING":
             break
         __import__("time").sleep(0.5)
@@ -105,7 +144,9 @@ def test_a_slurm_triage_reads_dcgm_series_for_the_jobs_node(prometheus: str, tmp
     finally:
         subprocess.run(["scancel", job_id], capture_output=True, timeout=15, check=False)
         SERIES["DCGM_FI_DEV_XID_ERRORS"].pop()
-    xids = [(item.fields["node"], item.fields["xid"]) for item in report.observations if item.kind == "gpu_xid"]
+    xids = [
+        (item.fields["node"], item.fields["xid"]) for item in report.observations if item.kind == "gpu_xid"
+    ]
     assert ("localhost", 48) in xids
     assert any('Hostname=~"localhost"' in query for query in _Prometheus.queries)
     assert next(item for item in report.collectors if item.name == "gpu.dcgm").outcome.value == "ok"

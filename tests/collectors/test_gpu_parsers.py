@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bot import gpu_xid
-from bot.collectors import gpu
+from bot.collectors import gpu, gpu_dcgmi, gpu_topology
 from bot.findings import utcnow
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gpu"
@@ -34,10 +34,12 @@ def test_uncorrectable_ecc_and_a_row_remap_failure_make_the_gpu_failed() -> None
     # Derived from the real capture: the same document with two counters and one flag changed.
     text = (H200 / "nvidia-smi-q-x.xml").read_text(encoding="utf-8")
     volatile_start = text.index("<volatile>")
-    text = (text[:volatile_start] + text[volatile_start:].replace(
-        "<dram_uncorrectable>0</dram_uncorrectable>", "<dram_uncorrectable>2</dram_uncorrectable>", 1))
-    text = text.replace("<remapped_row_failure>No</remapped_row_failure>",
-                        "<remapped_row_failure>Yes</remapped_row_failure>")
+    text = text[:volatile_start] + text[volatile_start:].replace(
+        "<dram_uncorrectable>0</dram_uncorrectable>", "<dram_uncorrectable>2</dram_uncorrectable>", 1
+    )
+    text = text.replace(
+        "<remapped_row_failure>No</remapped_row_failure>", "<remapped_row_failure>Yes</remapped_row_failure>"
+    )
     [state] = gpu.parse_nvidia_smi_xml(text).gpus
     assert state.volatile_uncorrectable == 2
     assert state.status == "failed"
@@ -59,19 +61,23 @@ def test_the_older_single_and_double_bit_schema_is_read_too() -> None:
 
 
 def test_xml_that_declares_entities_is_refused() -> None:
-    hostile = ('<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>'
-               "<nvidia_smi_log><gpu><product_name>&e;</product_name></gpu></nvidia_smi_log>")
+    hostile = (
+        '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>'
+        "<nvidia_smi_log><gpu><product_name>&e;</product_name></gpu></nvidia_smi_log>"
+    )
     with pytest.raises(gpu.GpuParseError, match="entities"):
         gpu.parse_nvidia_smi_xml(hostile)
 
 
 def test_text_that_is_not_nvidia_smi_xml_is_a_clear_error() -> None:
     with pytest.raises(gpu.GpuParseError, match="not nvidia-smi XML"):
-        gpu.parse_nvidia_smi_xml("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
+        gpu.parse_nvidia_smi_xml(
+            "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+        )
 
 
 def test_the_real_single_gpu_topology_has_no_peers_and_keeps_cpu_affinity_despite_ansi_escapes() -> None:
-    topology = gpu.parse_topology((H200 / "nvidia-smi-topo-m.txt").read_text(encoding="utf-8"))
+    topology = gpu_topology.parse_topology((H200 / "nvidia-smi-topo-m.txt").read_text(encoding="utf-8"))
     assert topology.gpus == ("GPU0",)
     assert topology.nics == ()
     assert topology.cpu_affinity == {"GPU0": "0-15"}
@@ -80,7 +86,9 @@ def test_the_real_single_gpu_topology_has_no_peers_and_keeps_cpu_affinity_despit
 
 
 def test_an_eight_gpu_nvlink_topology_gives_pairs_and_each_gpus_nearest_nic() -> None:
-    topology = gpu.parse_topology((PUBLISHED / "nvidia-smi-topo-m-8xh100-sglang-13973.txt").read_text())
+    topology = gpu_topology.parse_topology(
+        (PUBLISHED / "nvidia-smi-topo-m-8xh100-sglang-13973.txt").read_text()
+    )
     assert len(topology.gpus) == 8 and len(topology.nics) == 9
     assert ("GPU0", "GPU1", 18) in topology.nvlink_pairs
     assert topology.nearest_nic("GPU0") == ("NIC0", "PIX")
@@ -93,9 +101,13 @@ def test_a_gpu_without_nvlink_on_an_nvlink_node_is_named() -> None:
     rows = text.splitlines()
     # Derived: GPU5's links to its peers reported as SYS, as when its NVLinks are down.
     rows[6] = rows[6].replace("NV18", "SYS ")
-    rows = [row if not row.startswith("GPU") or row.startswith("GPU5") else
-            _replace_column(row, column=6, value="SYS") for row in rows]
-    topology = gpu.parse_topology("\n".join(rows))
+    rows = [
+        row
+        if not row.startswith("GPU") or row.startswith("GPU5")
+        else _replace_column(row, column=6, value="SYS")
+        for row in rows
+    ]
+    topology = gpu_topology.parse_topology("\n".join(rows))
     assert "GPU5 has no NVLink to any other GPU on an NVLink node" in topology.problems()
 
 
@@ -106,7 +118,7 @@ def _replace_column(row: str, *, column: int, value: str) -> str:
 
 
 def test_dcgmi_json_from_dcgm_3_lists_every_test_and_skips_the_nulls() -> None:
-    report = gpu.parse_dcgmi_diag((PUBLISHED / "dcgmi-diag-3.1.0-8gpu.json").read_text())
+    report = gpu_dcgmi.parse_dcgmi_diag((PUBLISHED / "dcgmi-diag-3.1.0-8gpu.json").read_text())
     assert report.metadata["version"] == "3.1.0"
     assert len(report.results) == 9 + 8
     assert {item.result for item in report.results} == {"Pass"}
@@ -114,7 +126,7 @@ def test_dcgmi_json_from_dcgm_3_lists_every_test_and_skips_the_nulls() -> None:
 
 
 def test_dcgmi_text_keeps_metadata_and_wrapped_info_rows() -> None:
-    report = gpu.parse_dcgmi_diag((PUBLISHED / "dcgmi-diag-r3-h100-nccl-tests-264.txt").read_text())
+    report = gpu_dcgmi.parse_dcgmi_diag((PUBLISHED / "dcgmi-diag-r3-h100-nccl-tests-264.txt").read_text())
     assert report.metadata["Driver Version Detected"] == "560.35.03"
     persistence = next(item for item in report.results if item.test == "Persistence Mode")
     assert persistence.details == ("Info: Persistence mode for GPU 0 is disabled. Enable persistence mode",)
@@ -122,19 +134,24 @@ def test_dcgmi_text_keeps_metadata_and_wrapped_info_rows() -> None:
 
 
 def test_a_failed_dcgmi_test_becomes_a_gpu_health_observation() -> None:
-    text = (PUBLISHED / "dcgmi-diag-r2-fail-go-dcgm-52.txt").read_text().replace(
-        "| Page Retirement/Row Remap | Pass ", "| Page Retirement/Row Remap | Fail ")
-    report = gpu.parse_dcgmi_diag(text)
+    text = (
+        (PUBLISHED / "dcgmi-diag-r2-fail-go-dcgm-52.txt")
+        .read_text()
+        .replace("| Page Retirement/Row Remap | Pass ", "| Page Retirement/Row Remap | Fail ")
+    )
+    report = gpu_dcgmi.parse_dcgmi_diag(text)
     observations = gpu.gpu_observations(node="gpu-node-05", observed_at=utcnow(), diag=report)
     assert [item.fields["test"] for item in observations] == ["Page Retirement/Row Remap"]
     assert observations[0].fields["status"] == "failed"
 
 
 def test_kernel_xid_lines_become_gpu_xid_observations_with_meaning_action_and_source() -> None:
-    log = ("[ 4321.1] NVRM: Xid (PCI:0000:3b:00): 79, pid=48213, name=python, GPU has fallen off the bus.\n"
-           "[ 4400.2] NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper: New row marked for remapping, "
-           "reset gpu to activate.\n"
-           "[ 4500.3] NVRM: Xid (PCI:0000:3b:00): 999, pid='<unknown>', name=<unknown>, something new\n")
+    log = (
+        "[ 4321.1] NVRM: Xid (PCI:0000:3b:00): 79, pid=48213, name=python, GPU has fallen off the bus.\n"
+        "[ 4400.2] NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper: New row marked for remapping, "
+        "reset gpu to activate.\n"
+        "[ 4500.3] NVRM: Xid (PCI:0000:3b:00): 999, pid='<unknown>', name=<unknown>, something new\n"
+    )
     observations = gpu.gpu_observations(node="gpu-node-05", observed_at=utcnow(), kernel_log=log)
     by_code = {item.fields["xid"]: item.fields for item in observations}
     assert by_code[79]["drain"] is True and by_code[79]["gpu_pci"] == "0000:3b:00"
@@ -152,5 +169,9 @@ def test_the_real_h200_kernel_log_has_nvrm_lines_but_no_xid() -> None:
 
 def test_placement_names_driver_cuda_and_product() -> None:
     report = gpu.parse_nvidia_smi_xml((H200 / "nvidia-smi-q-x.xml").read_text(encoding="utf-8"))
-    assert gpu.gpu_placement(report) == {"gpu_driver": "580.159.04", "cuda_driver": "13.0",
-                                         "gpu_products": "NVIDIA H200", "gpu_count": "1"}
+    assert gpu.gpu_placement(report) == {
+        "gpu_driver": "580.159.04",
+        "cuda_driver": "13.0",
+        "gpu_products": "NVIDIA H200",
+        "gpu_count": "1",
+    }

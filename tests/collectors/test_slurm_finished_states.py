@@ -32,7 +32,9 @@ class RecordedBackend:
         return Fetched(data="22.05.8", command="scontrol --version")
 
     def job(self, *, job_id: str) -> Fetched[SlurmJob | None]:
-        return Fetched(data=slurm_cli.job_from_scontrol(self._job_line), command=f"scontrol show job {job_id}")
+        return Fetched(
+            data=slurm_cli.job_from_scontrol(self._job_line), command=f"scontrol show job {job_id}"
+        )
 
     def partition(self, *, name: str) -> Fetched[SlurmPartition | None]:
         return Fetched(data=None, command=f"scontrol show partition {name}")
@@ -48,24 +50,33 @@ class RecordedBackend:
 
     def accounting(self, *, job_id: str) -> Fetched[Accounting]:
         rows = slurm_parse.parse_sacct_parsable(self._sacct, columns=slurm_cli.SACCT_COLUMNS)
-        return Fetched(data=Accounting(enabled=bool(rows), steps=tuple(slurm_cli.step_from_sacct(r) for r in rows)),
-                       command="sacct")
+        return Fetched(
+            data=Accounting(enabled=bool(rows), steps=tuple(slurm_cli.step_from_sacct(r) for r in rows)),
+            command="sacct",
+        )
 
 
 def _derived(state: str, reason: str, exit_code: str) -> str:
-    return (FAILED_LINE.replace("JobState=FAILED", f"JobState={state}")
-            .replace("Reason=NonZeroExitCode", f"Reason={reason}").replace("ExitCode=3:0", f"ExitCode={exit_code}"))
+    return (
+        FAILED_LINE.replace("JobState=FAILED", f"JobState={state}")
+        .replace("Reason=NonZeroExitCode", f"Reason={reason}")
+        .replace("ExitCode=3:0", f"ExitCode={exit_code}")
+    )
 
 
-@pytest.mark.parametrize(("state", "reason", "exit_code", "category", "layer"), [
-    ("OUT_OF_MEMORY", "OutOfMemory", "0:125", "oom", "runtime"),
-    ("NODE_FAIL", "NodeDown", "0:0", "node_failure", "runtime"),
-    ("TIMEOUT", "TimeLimit", "0:15", "timeout", "workflow"),
-    ("PREEMPTED", "None", "0:15", "preempted", "scheduler"),
-    ("COMPLETED", "None", "0:0", "completed", "workflow"),
-])
-def test_finished_states_map_to_a_category_and_layer(state: str, reason: str, exit_code: str, category: str,
-                                                     layer: str) -> None:
+@pytest.mark.parametrize(
+    ("state", "reason", "exit_code", "category", "layer"),
+    [
+        ("OUT_OF_MEMORY", "OutOfMemory", "0:125", "oom", "runtime"),
+        ("NODE_FAIL", "NodeDown", "0:0", "node_failure", "runtime"),
+        ("TIMEOUT", "TimeLimit", "0:15", "timeout", "workflow"),
+        ("PREEMPTED", "None", "0:15", "preempted", "scheduler"),
+        ("COMPLETED", "None", "0:0", "completed", "workflow"),
+    ],
+)
+def test_finished_states_map_to_a_category_and_layer(
+    state: str, reason: str, exit_code: str, category: str, layer: str
+) -> None:
     backend = RecordedBackend(job_line=_derived(state, reason, exit_code))
     _, observations, _ = slurm.collect_slurm_job(job_id="1", bounds=SnapshotBounds(), backend=backend)
     job = next(item for item in observations if item.kind == "slurm_job").fields
@@ -73,9 +84,11 @@ def test_finished_states_map_to_a_category_and_layer(state: str, reason: str, ex
 
 
 def test_an_oom_step_from_sacct_is_flagged_and_is_the_failing_step() -> None:
-    sacct = ("9|train|OUT_OF_MEMORY|0:125|gpu-node-03|2026-11-29T22:07:54|2026-11-29T22:08:54|00:01:00||4000M\n"
-             "9.batch|batch|OUT_OF_MEMORY|0:125|gpu-node-03|2026-11-29T22:07:54|2026-11-29T22:08:54|00:01:00|3999M|\n"
-             "9.0|python|OUT_OF_MEMORY|0:125|gpu-node-03|2026-11-29T22:07:55|2026-11-29T22:08:54|00:00:59|3998M|\n")
+    sacct = (
+        "9|train|OUT_OF_MEMORY|0:125|gpu-node-03|2026-11-29T22:07:54|2026-11-29T22:08:54|00:01:00||4000M\n"
+        "9.batch|batch|OUT_OF_MEMORY|0:125|gpu-node-03|2026-11-29T22:07:54|2026-11-29T22:08:54|00:01:00|3999M|\n"
+        "9.0|python|OUT_OF_MEMORY|0:125|gpu-node-03|2026-11-29T22:07:55|2026-11-29T22:08:54|00:00:59|3998M|\n"
+    )
     backend = RecordedBackend(job_line=_derived("OUT_OF_MEMORY", "OutOfMemory", "0:125"), sacct=sacct)
     _, observations, _ = slurm.collect_slurm_job(job_id="9", bounds=SnapshotBounds(), backend=backend)
     steps = {item.fields["step_id"]: item.fields for item in observations if item.kind == "slurm_step"}

@@ -25,16 +25,22 @@ Submit = Callable[..., str]
 
 
 def _scontrol_field(job_id: str, key: str) -> str:
-    out = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, timeout=10,
-                         check=False).stdout
+    out = subprocess.run(
+        ["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, timeout=10, check=False
+    ).stdout
     for token in out.split():
         if token.startswith(f"{key}="):
             return token.split("=", 1)[1]
     return ""
 
 
-def wait_for(job_id: str, *, states: set[str] | None = None, reason_not: set[str] | None = None,
-             limit_seconds: float = 60.0) -> None:
+def wait_for(
+    job_id: str,
+    *,
+    states: set[str] | None = None,
+    reason_not: set[str] | None = None,
+    limit_seconds: float = 60.0,
+) -> None:
     """Wait (bounded) until the scheduler has evaluated the job; never an assertion on time."""
     stop = time.monotonic() + limit_seconds
     while time.monotonic() < stop:
@@ -47,14 +53,30 @@ def wait_for(job_id: str, *, states: set[str] | None = None, reason_not: set[str
 @pytest.fixture(scope="module")
 def submit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Submit]:
     """sbatch --wrap with argv lists; every job is cancelled at teardown."""
-    answer = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, timeout=15, check=False)
-    assert answer.returncode == 0, f"sinfo does not answer: {answer.stderr} (did .ci/setup.d/30-slurm.sh run?)"
+    answer = subprocess.run(
+        ["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, timeout=15, check=False
+    )
+    assert answer.returncode == 0, (
+        f"sinfo does not answer: {answer.stderr} (did .ci/setup.d/30-slurm.sh run?)"
+    )
     workdir: Path = tmp_path_factory.mktemp("slurm-jobs")
     submitted: list[str] = []
 
     def _submit(*options: str, wrap: str = "sleep 300") -> str:
-        argv = ["sbatch", "--parsable", "-J", "triage-test", "-o", "/dev/null", "-e", "/dev/null",
-                f"--chdir={workdir}", *options, "--wrap", wrap]
+        argv = [
+            "sbatch",
+            "--parsable",
+            "-J",
+            "triage-test",
+            "-o",
+            "/dev/null",
+            "-e",
+            "/dev/null",
+            f"--chdir={workdir}",
+            *options,
+            "--wrap",
+            wrap,
+        ]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=15, check=True, cwd=workdir)
         job_id = done.stdout.strip().split(";")[0]
         submitted.append(job_id)
@@ -79,15 +101,18 @@ def gpu_blocker(submit: Submit) -> str:
 
 
 def _triage(job_id: str, backend: CliBackend) -> tuple[list, dict[str, list[Observation]], dict[str, str]]:
-    reports, observations, placement = slurm.collect_slurm_job(job_id=job_id, bounds=SnapshotBounds(),
-                                                               backend=backend)
+    reports, observations, placement = slurm.collect_slurm_job(
+        job_id=job_id, bounds=SnapshotBounds(), backend=backend
+    )
     by_kind: dict[str, list[Observation]] = {}
     for item in observations:
         by_kind.setdefault(item.kind, []).append(item)
     return reports, by_kind, placement
 
 
-def test_a_running_gpu_job_shows_its_node_and_the_gpus_it_was_given(gpu_blocker: str, backend: CliBackend) -> None:
+def test_a_running_gpu_job_shows_its_node_and_the_gpus_it_was_given(
+    gpu_blocker: str, backend: CliBackend
+) -> None:
     reports, by_kind, placement = _triage(gpu_blocker, backend)
     job = by_kind["slurm_job"][0].fields
     assert job["state"] == "RUNNING"
@@ -115,8 +140,9 @@ def test_a_job_waiting_for_gpus_is_pending_on_resources_with_capacity_category(
     assert by_kind["slurm_job"][0].fields["gres_req"] == "gres:gpu:1"
 
 
-def test_a_job_on_a_down_partition_says_partition_down_and_how_to_unblock(submit: Submit,
-                                                                             backend: CliBackend) -> None:
+def test_a_job_on_a_down_partition_says_partition_down_and_how_to_unblock(
+    submit: Submit, backend: CliBackend
+) -> None:
     job_id = submit("-p", "maint")
     wait_for(job_id, reason_not={"None", ""})
     _, by_kind, _ = _triage(job_id, backend)
@@ -147,8 +173,9 @@ def test_a_dependent_job_names_its_dependency(gpu_blocker: str, submit: Submit, 
     assert pending["dependency"] == f"afterok:{gpu_blocker}(unfulfilled)"
 
 
-def test_a_job_pinned_to_a_drained_node_shows_which_node_and_its_xid_drain_reason(submit: Submit,
-                                                                                   backend: CliBackend) -> None:
+def test_a_job_pinned_to_a_drained_node_shows_which_node_and_its_xid_drain_reason(
+    submit: Submit, backend: CliBackend
+) -> None:
     job_id = submit("-w", "gpu-absent-1")
     wait_for(job_id, reason_not={"None", ""})
     _, by_kind, _ = _triage(job_id, backend)
@@ -160,8 +187,12 @@ def test_a_job_pinned_to_a_drained_node_shows_which_node_and_its_xid_drain_reaso
     assert pending["node_xids"] == {"gpu-absent-1": [79]}
     assert "DRAIN" in pending["node_states"]["gpu-absent-1"]
     xid = by_kind["gpu_xid"][0].fields
-    assert (xid["node"], xid["xid"], xid["drain"], xid["evidence"]) == ("gpu-absent-1", 79, True,
-                                                                         "slurm_drain_reason")
+    assert (xid["node"], xid["xid"], xid["drain"], xid["evidence"]) == (
+        "gpu-absent-1",
+        79,
+        True,
+        "slurm_drain_reason",
+    )
 
 
 def test_partition_limits_are_named_when_a_job_asks_for_more_than_the_partition_allows(
@@ -199,9 +230,17 @@ def test_a_job_with_a_future_begin_time_waits_on_begin_time(submit: Submit, back
     assert pending["begin_time"] is not None
 
 
-def test_a_submission_slurm_rejects_leaves_no_job_and_triage_says_so(backend: CliBackend, tmp_path: Path) -> None:
-    rejected = subprocess.run(["sbatch", "--parsable", "-o", "/dev/null", "--gres=gpu:9", "--wrap", "true"],
-                              capture_output=True, text=True, timeout=15, check=False, cwd=tmp_path)
+def test_a_submission_slurm_rejects_leaves_no_job_and_triage_says_so(
+    backend: CliBackend, tmp_path: Path
+) -> None:
+    rejected = subprocess.run(
+        ["sbatch", "--parsable", "-o", "/dev/null", "--gres=gpu:9", "--wrap", "true"],
+        capture_output=True,
+        text=True,
+        timeout=15,
+        check=False,
+        cwd=tmp_path,
+    )
     assert rejected.returncode != 0
     assert "Requested node configuration is not available" in rejected.stderr
     reports, by_kind, _ = _triage("4000000000", backend)
@@ -215,7 +254,9 @@ def test_a_submission_slurm_rejects_leaves_no_job_and_triage_says_so(backend: Cl
     assert "rejected at submission" in verdict.summary
 
 
-def test_a_failed_job_reports_its_exit_code_and_the_step_that_failed(submit: Submit, backend: CliBackend) -> None:
+def test_a_failed_job_reports_its_exit_code_and_the_step_that_failed(
+    submit: Submit, backend: CliBackend
+) -> None:
     job_id = submit(wrap="srun -n1 true; srun -n1 false; exit 2")
     wait_for(job_id, states={"FAILED", "COMPLETED"})
     stop = time.monotonic() + 30
@@ -230,11 +271,15 @@ def test_a_failed_job_reports_its_exit_code_and_the_step_that_failed(submit: Sub
     assert (job["category"], job["layer"]) == ("application_exit", "workflow")
     assert by_kind["slurm_accounting"][0].fields["enabled"] is True
     failing = [step.fields for step in by_kind["slurm_step"] if step.fields["failing"]]
-    assert [(step["step_id"], step["name"], step["exit_code"]) for step in failing] == [(f"{job_id}.1", "false", 1)]
+    assert [(step["step_id"], step["name"], step["exit_code"]) for step in failing] == [
+        (f"{job_id}.1", "false", 1)
+    ]
     assert next(r for r in reports if r.name == "slurm.accounting").outcome is CollectorOutcome.OK
 
 
-def test_a_job_over_its_qos_limit_waits_on_policy_and_names_the_limit(submit: Submit, backend: CliBackend) -> None:
+def test_a_job_over_its_qos_limit_waits_on_policy_and_names_the_limit(
+    submit: Submit, backend: CliBackend
+) -> None:
     first = submit("--qos=onejob")
     second = submit("--qos=onejob")
     wait_for(first, states={"RUNNING"})
@@ -273,7 +318,8 @@ def test_a_tight_item_bound_caps_the_nodes_looked_at_and_says_so(submit: Submit,
     job_id = submit("-w", "gpu-absent-1,gpu-absent-2")
     wait_for(job_id, reason_not={"None", ""})
     reports, observations, _ = slurm.collect_slurm_job(
-        job_id=job_id, bounds=SnapshotBounds(max_items_per_list=1), backend=backend)
+        job_id=job_id, bounds=SnapshotBounds(max_items_per_list=1), backend=backend
+    )
     nodes_report = next(report for report in reports if report.name == "slurm.nodes")
     assert nodes_report.truncated is True
     assert "1 of 2" in nodes_report.detail
@@ -287,8 +333,14 @@ H200_XML = Path(__file__).resolve().parents[1] / "fixtures" / "gpu" / "h200" / "
 def test_nccl_errors_in_a_failed_jobs_output_are_placed_on_the_right_pair_of_hosts(tmp_path: Path) -> None:
     output = tmp_path / "train-%j.out"
     logs = [str(path) for path in sorted(LAB_LOGS.glob("*.log"))]
-    done = subprocess.run(["sbatch", "--parsable", "-o", str(output), "--wrap", f"cat {' '.join(logs)}; exit 1"],
-                          capture_output=True, text=True, timeout=15, check=True, cwd=tmp_path)
+    done = subprocess.run(
+        ["sbatch", "--parsable", "-o", str(output), "--wrap", f"cat {' '.join(logs)}; exit 1"],
+        capture_output=True,
+        text=True,
+        timeout=15,
+        check=True,
+        cwd=tmp_path,
+    )
     job_id = done.stdout.strip()
     wait_for(job_id, states={"FAILED", "COMPLETED"})
     report = diagnose_slurm(target=job_id, settings=load_settings())
@@ -315,7 +367,8 @@ def test_an_opt_in_gpu_probe_runs_inside_the_running_job_through_srun(
     report = diagnose_slurm(target=job_id, settings=settings, probe_gpus=True)
     health = [item for item in report.observations if item.kind == "gpu_health"]
     assert [(item.fields["node"], item.fields["product"], item.fields["status"]) for item in health] == [
-        ("localhost", "NVIDIA H200", "ok")]
+        ("localhost", "NVIDIA H200", "ok")
+    ]
     probe = next(item for item in report.collectors if item.name == "gpu.probe.localhost")
     assert probe.outcome is CollectorOutcome.OK
 
@@ -323,13 +376,19 @@ def test_an_opt_in_gpu_probe_runs_inside_the_running_job_through_srun(
 def test_without_a_configured_runner_the_gpu_probe_is_skipped_and_said_so(submit: Submit) -> None:
     job_id = submit("-p", "small", "-t", "5")
     wait_for(job_id, states={"RUNNING"})
-    report = diagnose_slurm(target=job_id, settings=load_settings(TRIAGE_NODE_PROBE_RUNNER="off"), probe_gpus=True)
+    report = diagnose_slurm(
+        target=job_id, settings=load_settings(TRIAGE_NODE_PROBE_RUNNER="off"), probe_gpus=True
+    )
     assert any("gpu.probe" in line and "TRIAGE_NODE_PROBE_RUNNER" in line for line in report.not_checked)
     assert not any(item.kind == "gpu_health" for item in report.observations)
 
 
-@pytest.mark.parametrize("options", [("-H",), ("-p", "maint"), ("--begin=now+1hour",), ("-p", "small", "-N", "2")])
-def test_with_the_classifier_pending_jobs_land_in_the_scheduler_layer(submit: Submit, options: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "options", [("-H",), ("-p", "maint"), ("--begin=now+1hour",), ("-p", "small", "-N", "2")]
+)
+def test_with_the_classifier_pending_jobs_land_in_the_scheduler_layer(
+    submit: Submit, options: tuple[str, ...]
+) -> None:
     pytest.importorskip("bot.classify", reason="the classifier is merged from another branch")
     job_id = submit(*options)
     wait_for(job_id, reason_not={"None", ""})

@@ -53,8 +53,10 @@ def test_a_dependency_line_keeps_the_dependency_expression() -> None:
 
 
 def test_node_lines_keep_the_whole_drain_reason_and_split_who_set_it() -> None:
-    nodes = [slurm_cli.node_from_scontrol(record)
-             for record in slurm_parse.parse_scontrol_records(_text("scontrol_nodes.txt"))]
+    nodes = [
+        slurm_cli.node_from_scontrol(record)
+        for record in slurm_parse.parse_scontrol_records(_text("scontrol_nodes.txt"))
+    ]
     drained = next(node for node in nodes if node.name == "gpu-absent-1")
     assert drained.state == "DOWN"
     assert set(drained.state_flags) >= {"DRAIN", "NOT_RESPONDING"}
@@ -69,7 +71,11 @@ def test_a_partition_line_gives_its_limits_in_minutes() -> None:
     record = slurm_parse.parse_scontrol_records(_text("scontrol_partition_small.txt"))[0]
     partition = slurm_cli.partition_from_scontrol(record)
     assert (partition.name, partition.state, partition.max_nodes, partition.max_time_minutes) == (
-        "small", "UP", 1, 10)
+        "small",
+        "UP",
+        1,
+        10,
+    )
 
 
 def test_the_rest_job_object_normalises_to_the_same_shape_as_the_cli_line() -> None:
@@ -77,7 +83,11 @@ def test_the_rest_job_object_normalises_to_the_same_shape_as_the_cli_line() -> N
     job = slurm_rest.job_from_rest(body["jobs"][0])
     cli = slurm_cli.job_from_scontrol(_text("scontrol_job_pending_reqnodenotavail.txt").strip())
     assert (job.state, job.reason_code, job.unavailable_nodes, job.partition) == (
-        cli.state, cli.reason_code, cli.unavailable_nodes, cli.partition)
+        cli.state,
+        cli.reason_code,
+        cli.unavailable_nodes,
+        cli.partition,
+    )
 
 
 def test_the_rest_exit_code_is_a_wait_status_and_is_decoded() -> None:
@@ -90,27 +100,41 @@ def test_the_rest_node_and_partition_objects_match_the_cli_view() -> None:
     node = slurm_rest.node_from_rest(json.loads(_text("rest_v0.0.38_node_drained.json"))["nodes"][0])
     assert (node.state, "DRAIN" in node.state_flags) == ("DOWN", True)
     assert node.reason == "Xid 79 GPU has fallen off the bus (PCI:0000:3b:00)"
-    partition = slurm_rest.partition_from_rest(json.loads(_text("rest_v0.0.38_partition_small.json"))["partitions"][0])
+    partition = slurm_rest.partition_from_rest(
+        json.loads(_text("rest_v0.0.38_partition_small.json"))["partitions"][0]
+    )
     assert (partition.state, partition.max_nodes, partition.max_time_minutes) == ("UP", 1, 10)
 
 
 def test_later_openapi_number_objects_and_state_lists_are_read() -> None:
-    job = slurm_rest.job_from_rest({
-        "job_id": 7, "job_state": ["PENDING"], "state_reason": "Priority",
-        "time_limit": {"set": True, "infinite": False, "number": 30},
-        "submit_time": {"set": True, "number": 1795990073},
-        "exit_code": {"status": ["SUCCESS"], "return_code": {"set": True, "number": 0}},
-    })
-    assert (job.state, job.reason_code, job.time_limit_minutes, job.exit_code) == ("PENDING", "Priority", 30, 0)
+    job = slurm_rest.job_from_rest(
+        {
+            "job_id": 7,
+            "job_state": ["PENDING"],
+            "state_reason": "Priority",
+            "time_limit": {"set": True, "infinite": False, "number": 30},
+            "submit_time": {"set": True, "number": 1795990073},
+            "exit_code": {"status": ["SUCCESS"], "return_code": {"set": True, "number": 0}},
+        }
+    )
+    assert (job.state, job.reason_code, job.time_limit_minutes, job.exit_code) == (
+        "PENDING",
+        "Priority",
+        30,
+        0,
+    )
     assert job.submit_time is not None
 
 
-@pytest.mark.parametrize(("expression", "names"), [
-    ("localhost", ["localhost"]),
-    ("gpu-absent-[1-2],localhost", ["gpu-absent-1", "gpu-absent-2", "localhost"]),
-    ("node[01-03,07]", ["node01", "node02", "node03", "node07"]),
-    ("rack[1-2]-gpu[1-2]", ["rack1-gpu1", "rack1-gpu2", "rack2-gpu1", "rack2-gpu2"]),
-])
+@pytest.mark.parametrize(
+    ("expression", "names"),
+    [
+        ("localhost", ["localhost"]),
+        ("gpu-absent-[1-2],localhost", ["gpu-absent-1", "gpu-absent-2", "localhost"]),
+        ("node[01-03,07]", ["node01", "node02", "node03", "node07"]),
+        ("rack[1-2]-gpu[1-2]", ["rack1-gpu1", "rack1-gpu2", "rack2-gpu1", "rack2-gpu2"]),
+    ],
+)
 def test_hostlists_expand_like_scontrol_show_hostnames(expression: str, names: list[str]) -> None:
     assert slurm_parse.expand_hostlist(expression) == names
 
@@ -120,18 +144,32 @@ def test_a_huge_hostlist_stops_at_the_limit() -> None:
 
 
 def test_a_node_reason_with_an_equals_sign_falls_back_to_key_splitting_without_losing_state() -> None:
-    record = slurm_parse.parse_scontrol_record("NodeName=n1 State=IDLE+DRAIN Reason=healthcheck rc=3 [root@now]")
+    record = slurm_parse.parse_scontrol_record(
+        "NodeName=n1 State=IDLE+DRAIN Reason=healthcheck rc=3 [root@now]"
+    )
     assert record["State"] == "IDLE+DRAIN"
     assert record["NodeName"] == "n1"
 
 
-@pytest.mark.parametrize(("code", "category"), [
-    ("Resources", "capacity"), ("Priority", "policy"), ("QOSMaxGRESPerUser", "policy"),
-    ("AssocGrpGRES", "policy"), ("PartitionDown", "partition"), ("PartitionNodeLimit", "partition"),
-    ("PartitionConfig", "partition"), ("ReqNodeNotAvail", "nodes"), ("Dependency", "dependency"),
-    ("JobHeldUser", "held"), ("JobHeldAdmin", "held"), ("BeginTime", "begin_time"),
-    ("InvalidQOS", "submission"), ("SomethingNew", "unknown"),
-])
+@pytest.mark.parametrize(
+    ("code", "category"),
+    [
+        ("Resources", "capacity"),
+        ("Priority", "policy"),
+        ("QOSMaxGRESPerUser", "policy"),
+        ("AssocGrpGRES", "policy"),
+        ("PartitionDown", "partition"),
+        ("PartitionNodeLimit", "partition"),
+        ("PartitionConfig", "partition"),
+        ("ReqNodeNotAvail", "nodes"),
+        ("Dependency", "dependency"),
+        ("JobHeldUser", "held"),
+        ("JobHeldAdmin", "held"),
+        ("BeginTime", "begin_time"),
+        ("InvalidQOS", "submission"),
+        ("SomethingNew", "unknown"),
+    ],
+)
 def test_pending_reasons_fall_in_the_right_category(code: str, category: str) -> None:
     reason = slurm_reasons.classify_pending_reason(code)
     assert reason.category == category
@@ -143,9 +181,17 @@ def test_an_unknown_reason_is_not_guessed() -> None:
     assert "not in our table" in reason.meaning
 
 
-@pytest.mark.parametrize(("raw", "minutes"), [
-    ("00:10:00", 10), ("1-00:00:00", 1440), ("UNLIMITED", None), ("30", 30), ("10:30", 11), ("2-03", 3060),
-])
+@pytest.mark.parametrize(
+    ("raw", "minutes"),
+    [
+        ("00:10:00", 10),
+        ("1-00:00:00", 1440),
+        ("UNLIMITED", None),
+        ("30", 30),
+        ("10:30", 11),
+        ("2-03", 3060),
+    ],
+)
 def test_slurm_durations_become_minutes(raw: str, minutes: int | None) -> None:
     assert minutes_from_slurm_duration(raw) == minutes
 
@@ -154,7 +200,11 @@ def test_sacct_rows_give_each_steps_state_and_exit_code() -> None:
     rows = slurm_parse.parse_sacct_parsable(_text("sacct_failed_step.txt"), columns=slurm_cli.SACCT_COLUMNS)
     steps = [slurm_cli.step_from_sacct(row) for row in rows]
     assert [(step.step_id.split(".", 1)[-1], step.state, step.exit_code) for step in steps] == [
-        (steps[0].step_id, "FAILED", 2), ("batch", "FAILED", 2), ("0", "COMPLETED", 0), ("1", "FAILED", 1)]
+        (steps[0].step_id, "FAILED", 2),
+        ("batch", "FAILED", 2),
+        ("0", "COMPLETED", 0),
+        ("1", "FAILED", 1),
+    ]
     assert steps[3].name == "false" and steps[3].nodelist == "localhost"
 
 
