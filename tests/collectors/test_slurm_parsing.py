@@ -209,8 +209,7 @@ def test_sacct_rows_give_each_steps_state_and_exit_code() -> None:
 
 
 def test_the_failing_step_is_the_srun_step_not_the_batch_step_that_failed_because_of_it() -> None:
-    from bot.collectors.slurm import _failing_step
 
     rows = slurm_parse.parse_sacct_parsable(_text("sacct_failed_step.txt"), columns=slurm_cli.SACCT_COLUMNS)
-    failing = _failing_step(tuple(slurm_cli.step_from_sacct(row) for row in rows))
+    failing = failing_step(tuple(slurm_cli.step_from_sacct(row) for row in rows))
     assert failing is not None and failing.step_id.endswith(".1")
