@@ -9,8 +9,8 @@ import pytest
 
 from bot import slurm_reasons
 from bot.collectors import slurm_cli, slurm_parse, slurm_rest
-from bot.collectors.slurm_observations import failing_step
 from bot.collectors.slurm_model import minutes_from_slurm_duration
+from bot.collectors.slurm_observations import failing_step
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
 
