@@ -103,6 +103,20 @@ def learn_ip_hosts(text: str) -> dict[str, str]:
     return table
 
 
+_INIT = re.compile(r"NCCL INFO comm 0x[0-9a-f]+ rank (?P<rank>\d+) nranks \d+")
+
+
+def learn_process_ranks(text: str) -> dict[tuple[str, int], int]:
+    """(host, pid) -> global rank from NCCL's `comm 0x.. rank R nranks N ... Init COMPLETE` lines."""
+    table: dict[tuple[str, int], int] = {}
+    for line in text.splitlines():
+        prefix = _PREFIX.match(line)
+        found = _INIT.search(line)
+        if prefix and found:
+            table.setdefault((prefix.group("host"), int(prefix.group("pid"))), int(found.group("rank")))
+    return table
+
+
 def parse_nccl_log(text: str, *, host: str, max_events: int = 1000) -> list[NcclEvent]:
     """Fabric-relevant events in one log; `host` is the node/pod that produced it (lines may name their own)."""
     events: list[NcclEvent] = []
@@ -187,16 +201,23 @@ def _hca_in(line: str) -> str | None:
 
 
 def resolve_peers(
-    events: Iterable[NcclEvent], *, ip_hosts: Mapping[str, str], rank_hosts: Mapping[int, str] | None = None
+    events: Iterable[NcclEvent],
+    *,
+    ip_hosts: Mapping[str, str],
+    rank_hosts: Mapping[int, str] | None = None,
+    process_ranks: Mapping[tuple[str, int], int] | None = None,
 ) -> list[NcclEvent]:
-    """Fill `peer_host` from the IP table and `host` from rank placement where the log did not say."""
+    """Fill `peer_host` from the IP table, `rank` from the process's NCCL init line, `host` from rank placement."""
     resolved = []
     for event in events:
         peer_host = event.peer_host or (ip_hosts.get(event.peer_ip) if event.peer_ip else None)
+        rank = event.rank
+        if rank is None and process_ranks and event.pid is not None:
+            rank = process_ranks.get((event.host, event.pid))
         host = event.host
-        if rank_hosts and event.rank is not None and not host:
-            host = rank_hosts.get(event.rank, host)
-        resolved.append(dataclasses.replace(event, peer_host=peer_host, host=host))
+        if rank_hosts and rank is not None and not host:
+            host = rank_hosts.get(rank, host)
+        resolved.append(dataclasses.replace(event, peer_host=peer_host, host=host, rank=rank))
     return resolved
 
 
@@ -300,15 +321,17 @@ def fabric_observations(
 ) -> list[findings.Observation]:
     """`logs` maps host (node or pod's node) -> log text; returns nccl_error events and one fabric_scope."""
     learned: dict[str, str] = {}
+    ranks: dict[tuple[str, int], int] = {}
     for text in logs.values():
         learned.update(learn_ip_hosts(text))
+        ranks.update(learn_process_ranks(text))
     learned.update(ip_hosts or {})
     events: list[NcclEvent] = []
     for host, text in logs.items():
         events.extend(parse_nccl_log(text, host=host, max_events=max_events - len(events)))
         if len(events) >= max_events:
             break
-    events = resolve_peers(events, ip_hosts=learned, rank_hosts=rank_hosts)
+    events = resolve_peers(events, ip_hosts=learned, rank_hosts=rank_hosts, process_ranks=ranks)
     result = [_event_observation(event, observed_at=observed_at) for event in events]
     decision = decide_scope(events)
     if events:

@@ -136,3 +136,21 @@ def test_ranks_are_placed_on_hosts_when_the_log_line_has_no_host() -> None:
 def test_an_event_cap_bounds_the_work_on_a_huge_log() -> None:
     line = (PUBLISHED / "nccl-1405-ib-completion.log").read_text().strip()
     assert len(fabric.parse_nccl_log("\n".join([line] * 5000), host="x", max_events=10)) == 10
+
+
+def test_ib_errors_get_the_global_rank_of_the_process_that_logged_them() -> None:
+    init = (PUBLISHED / "nccl-init-ranks-nccl-tests-29.log").read_text()
+    assert fabric.learn_process_ranks(init) == {
+        ("server2", 23920): 15,
+        ("server3", 15217): 17,
+        ("server2", 23914): 9,
+    }
+    # The same process (server2 pid 23920) later reports a completion error in the published line's format.
+    error = IB_LINE.format(host="server2", ip="10.0.0.2", peer_ip="10.0.0.3", hca=1).replace(
+        "server2:3468:3905", "server2:23920:24013"
+    )
+    observations = fabric.fabric_observations(
+        logs={"server2": init + error + "\n"}, observed_at=utcnow(), ip_hosts={"10.0.0.3": "server3"}
+    )
+    event = next(item for item in observations if item.kind == "nccl_error").fields
+    assert (event["rank"], event["host"], event["peer_host"]) == (15, "server2", "server3")
