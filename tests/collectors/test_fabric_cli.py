@@ -71,7 +71,7 @@ def test_a_link_probe_with_no_runner_configured_is_refused(
 
 
 @pytest.mark.slurm
-@pytest.mark.skipif(shutil.which("srun") is None, reason="Slurm client tools are not installed")
+@pytest.mark.skipif(shutil.which("sinfo") is None, reason="Slurm client tools are not installed")
 def test_a_link_probe_on_a_node_without_ibstat_fails_cleanly(
     app: typer.Typer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -110,7 +110,7 @@ def test_an_unreachable_prometheus_is_a_clear_error() -> None:
 
 @pytest.mark.slurm
 @pytest.mark.skipif(
-    __import__("shutil").which("sbatch") is None, reason="Slurm client tools are not installed"
+    __import__("shutil").which("sinfo") is None, reason="Slurm client tools are not installed"
 )
 def test_a_slurm_triage_reads_dcgm_series_for_the_jobs_node(prometheus: str, tmp_path: object) -> None:
     import subprocess

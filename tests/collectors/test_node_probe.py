@@ -107,7 +107,7 @@ def test_a_probe_result_is_compared_to_the_recorded_baseline(
 
 
 @pytest.mark.slurm
-@pytest.mark.skipif(shutil.which("srun") is None, reason="Slurm client tools are not installed")
+@pytest.mark.skipif(shutil.which("sinfo") is None, reason="Slurm client tools are not installed")
 def test_srun_runs_the_probe_on_the_named_node_and_reports_against_a_baseline() -> None:
     result = node_probe.run_on_node(
         runner=node_probe.SrunRunner(),
@@ -136,7 +136,7 @@ def test_srun_runs_the_probe_on_the_named_node_and_reports_against_a_baseline() 
 
 
 @pytest.mark.slurm
-@pytest.mark.skipif(shutil.which("srun") is None, reason="Slurm client tools are not installed")
+@pytest.mark.skipif(shutil.which("sinfo") is None, reason="Slurm client tools are not installed")
 def test_a_probe_tool_missing_on_the_node_is_a_failed_run_not_a_number() -> None:
     result = node_probe.run_on_node(
         runner=node_probe.SrunRunner(),
