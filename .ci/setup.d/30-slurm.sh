@@ -151,8 +151,12 @@ EOF
   fi
   if ! { [ -s "$run_dir/slurmd.pid" ] && kill -0 "$(cat "$run_dir/slurmd.pid")" 2>/dev/null; }; then
     if ! /usr/sbin/slurmd -N localhost; then
-      echo "30-slurm.sh: slurmd did not start" >&2; tail -n 20 "$log_dir/slurmd.log" >&2 || true
-      return 1
+      # A cgroup-v2-only host without systemd: tell 22.05's cgroup/v2 plugin not to look for systemd, retry once.
+      printf '%s\n' "CgroupPlugin=cgroup/v2" "IgnoreSystemd=yes" "IgnoreSystemdMissing=yes" >"$conf_dir/cgroup.conf"
+      if ! /usr/sbin/slurmd -N localhost; then
+        echo "30-slurm.sh: slurmd did not start" >&2; tail -n 20 "$log_dir/slurmd.log" >&2 || true
+        return 1
+      fi
     fi
   fi
 
