@@ -15,7 +15,8 @@ from bot import findings
 SOURCE = "fabric"
 
 # `host:pid:tid [dev]` prefix NCCL puts on every line.
-_PREFIX = re.compile(r"^(?:\S*\s)?(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]")
+# `host:pid:tid [dev]`, at the line start or after a prefix such as NCCL 2.28's `[2026-11-29 22:44:37] `.
+_PREFIX = re.compile(r"(?:^|\s)(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]")
 _IB_COMPLETION = re.compile(
     r"NET/IB\w* ?: Got completion from peer (?P<peer>[0-9A-Fa-f.:]+)<(?P<port>\d+)>(?: \((?P<peer_name>[^)]+)\))?"
     r" with (?:error|status)[ =](?P<status>\d+),? opcode[ =](?P<opcode>\d+),? len[ =](?P<len>\d+),?"
@@ -96,21 +97,22 @@ def learn_ip_hosts(text: str) -> dict[str, str]:
     """IP -> host from NCCL's own INFO lines (`OOB eth0:10.0.1.13<0>`, `Bootstrap : Using eth0:...`)."""
     table: dict[str, str] = {}
     for line in text.splitlines():
-        prefix = _PREFIX.match(line)
+        prefix = _PREFIX.search(line[:200])
         found = _OOB.search(line)
         if prefix and found:
             table.setdefault(found.group("ip"), prefix.group("host"))
     return table
 
 
-_INIT = re.compile(r"NCCL INFO comm 0x[0-9a-f]+ rank (?P<rank>\d+) nranks \d+")
+# `comm 0x.. rank R nranks N`; NCCL 2.28 prefixes it with the init function (`ncclCommInitRankConfig comm 0x..`).
+_INIT = re.compile(r"NCCL INFO (?:\w+ )?comm 0x[0-9a-f]+ rank (?P<rank>\d+) nranks \d+")
 
 
 def learn_process_ranks(text: str) -> dict[tuple[str, int], int]:
     """(host, pid) -> global rank from NCCL's `comm 0x.. rank R nranks N ... Init COMPLETE` lines."""
     table: dict[tuple[str, int], int] = {}
     for line in text.splitlines():
-        prefix = _PREFIX.match(line)
+        prefix = _PREFIX.search(line[:200])
         found = _INIT.search(line)
         if prefix and found:
             table.setdefault((prefix.group("host"), int(prefix.group("pid"))), int(found.group("rank")))
@@ -124,7 +126,7 @@ def parse_nccl_log(text: str, *, host: str, max_events: int = 1000) -> list[Nccl
         line = raw.strip()
         if not line:
             continue
-        prefix = _PREFIX.match(line)
+        prefix = _PREFIX.search(line[:200])
         line_host = prefix.group("host") if prefix else host
         common = {
             "host": line_host or host,

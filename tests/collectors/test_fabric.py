@@ -154,3 +154,22 @@ def test_ib_errors_get_the_global_rank_of_the_process_that_logged_them() -> None
     )
     event = next(item for item in observations if item.kind == "nccl_error").fields
     assert (event["rank"], event["host"], event["peer_host"]) == (15, "server2", "server3")
+
+
+REAL = FIXTURES / "h200-nccl-2.28.9"
+
+
+def test_a_real_nccl_2_28_log_gives_rank_from_its_init_line_and_ip_from_its_oob_line() -> None:
+    text = (REAL / "nccl-1rank.log").read_text()
+    assert fabric.learn_process_ranks(text) == {("vm", 412): 0}
+    assert fabric.learn_ip_hosts(text) == {"192.0.2.2": "vm"}
+    assert fabric.parse_nccl_log(text, host="vm") == []  # a healthy run has no fabric events
+
+
+def test_a_real_nccl_warn_with_the_new_timestamp_prefix_keeps_host_pid_and_device() -> None:
+    events = fabric.parse_nccl_log((REAL / "nccl-2rank-r0.log").read_text(), host="pod-0")
+    warn = next(event for event in events if "Duplicate GPU detected" in event.line)
+    assert (warn.error_type, warn.host, warn.pid, warn.device) == ("nccl_error", "vm", 445, 0)
+    assert any(event.line.startswith("torch.distributed.DistBackendError: NCCL error") for event in events)
+    decision = fabric.decide_scope(events)
+    assert decision.scope == "unknown"  # a usage error is not a transport error: no fabric scope claimed
