@@ -59,6 +59,7 @@ class Settings(BaseSettings):
     # GPU and fabric probes (off unless an operator turns them on)
     prometheus_url: str | None = Field(default=None, alias="TRIAGE_PROMETHEUS_URL")
     node_probe_runner: str = Field(default="off", alias="TRIAGE_NODE_PROBE_RUNNER")  # off | k8s-debug | srun
+    node_probe_image: str | None = Field(default=None, alias="TRIAGE_NODE_PROBE_IMAGE")  # k8s-debug pod image
 
     # Scheduling
     scheduler_enabled: bool = Field(default=True, alias="TRIAGE_SCHEDULER_ENABLED")

@@ -19,6 +19,9 @@ def _register_all() -> None:
 
     for module in (cli_incidents, cli_triage):
         module.register(app)
+    from handlers import cli_fabric  # noqa: PLC0415
+
+    cli_fabric.register(app)
 
 
 def main() -> None:
