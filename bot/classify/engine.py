@@ -1,0 +1,198 @@
+"""Evidence to findings to one verdict: group matches, resolve causes vs symptoms, pick the layer."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import re
+from collections.abc import Sequence
+
+from bot import findings, report
+from bot.classify import anomaly, catalogue, matching
+
+# Above this a verdict is "confident"; the lab scenarios must never be confidently wrong.
+CONFIDENT = 0.7
+MAX_EVIDENCE_PER_FINDING = 20
+MAX_EXCERPT_CHARS = 4000
+_SEVERITY_WEIGHT = {
+    findings.Severity.CRITICAL: 1.0,
+    findings.Severity.HIGH: 0.9,
+    findings.Severity.MEDIUM: 0.75,
+    findings.Severity.LOW: 0.6,
+    findings.Severity.INFO: 0.4,
+}
+_LOCATION_FIELDS = ("host", "node", "hostname", "hca", "peer", "gpu_pci", "path")
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Scored:
+    """A finding under construction with the numbers the verdict needs."""
+
+    finding: findings.Finding
+    rule: catalogue.Rule
+    confidence: float
+
+    @property
+    def score(self) -> float:
+        """Evidence strength: confidence times severity, integrity first (seed decision hierarchy)."""
+        bonus = 0.1 if self.rule.integrity else 0.0
+        return self.confidence * _SEVERITY_WEIGHT[self.rule.severity] + bonus
+
+
+def _excerpt(text: str) -> str:
+    """Keep the evidence line whole unless huge; say so when shortened."""
+    if len(text) <= MAX_EXCERPT_CHARS:
+        return text
+    return f"{text[:MAX_EXCERPT_CHARS]} … [{len(text) - MAX_EXCERPT_CHARS} more chars in the snapshot]"
+
+
+def _locations(observations: Sequence[findings.Observation]) -> set[str]:
+    """Distinct hosts, HCAs or paths the observations name (for fabric scope)."""
+    places: set[str] = set()
+    for obs in observations:
+        named = [str(obs.fields[name]) for name in ("host", "node", "hostname") if obs.fields.get(name)]
+        places.update(named or ([obs.subject] if obs.subject else []))
+    return places
+
+
+def derive_scope(*, rule: catalogue.Rule, observations: Sequence[findings.Observation]) -> findings.Scope | None:
+    """The rule's scope, or for `auto` rules the seed's node-local / path-local / fabric-wide split."""
+    if not rule.scope_auto:
+        return rule.scope
+    if rule.layer is findings.Layer.FABRIC:
+        return findings.Scope.FABRIC_WIDE if len(_locations(observations)) >= 3 else findings.Scope.PATH_LOCAL
+    if rule.layer is findings.Layer.RUNTIME:
+        return findings.Scope.NODE_LOCAL
+    return findings.Scope.WORKLOAD
+
+
+def fill_placeholders(*, template: str, observation: findings.Observation | None) -> str:
+    """Put known names (node, pod, namespace, job...) into a next-step command; keep <name> otherwise."""
+    values: dict[str, str] = {}
+    if observation is not None:
+        values = {key: str(value) for key, value in observation.fields.items() if isinstance(value, str | int)}
+        values.setdefault("subject", observation.subject)
+    return _PLACEHOLDER.sub(lambda found: values.get(found.group(1)) or f"<{found.group(1)}>", template)
+
+
+def _subjects(observations: Sequence[findings.Observation]) -> str:
+    names = list(dict.fromkeys(obs.subject for obs in observations if obs.subject))
+    if len(names) > 5:
+        return ", ".join(names[:5]) + f" (+{len(names) - 5} more)"
+    return ", ".join(names)
+
+
+def _one_line(text: str, *, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _build(*, rule: catalogue.Rule, matches: Sequence[matching.Match]) -> _Scored:
+    """One finding per rule, citing every observation it matched (bounded, with the count stated)."""
+    observations = list(dict.fromkeys(match.observation for match in matches))
+    first = observations[0]
+    evidence = tuple(
+        findings.Evidence(
+            source=obs.source,
+            command=obs.command,
+            excerpt=_excerpt(obs.text or matching.searchable_text(observation=obs)),
+            observed_at=obs.observed_at,
+            expected=rule.expected,
+            observed=_one_line(obs.text or matching.searchable_text(observation=obs)),
+        )
+        for obs in observations[:MAX_EVIDENCE_PER_FINDING]
+    )
+    count = f" ({len(observations)} observations)" if len(observations) > 1 else ""
+    summary = f"{rule.title}{count}: {_one_line(first.text or matching.searchable_text(observation=first))}"
+    finding = findings.Finding(
+        layer=rule.layer,
+        rule=rule.id,
+        severity=rule.severity,
+        summary=summary,
+        evidence=evidence,
+        next_step=fill_placeholders(template=rule.next_step, observation=first),
+        scope=derive_scope(rule=rule, observations=observations),
+        subject=_subjects(observations),
+    )
+    return _Scored(finding=finding, rule=rule, confidence=max(match.confidence for match in matches))
+
+
+def _link_symptoms(scored: list[_Scored]) -> list[_Scored]:
+    """Mark each symptom `caused_by` the strongest cause in a layer that can explain it."""
+    causes = sorted((item for item in scored if not item.rule.is_symptom), key=lambda item: -item.score)
+    linked = []
+    for item in scored:
+        if item.rule.is_symptom:
+            explainer = next((cause for cause in causes if cause.rule.layer in item.rule.explained_by), None)
+            if explainer is not None:
+                finding = dataclasses.replace(item.finding, caused_by=explainer.rule.id)
+                item = dataclasses.replace(item, finding=finding)
+        linked.append(item)
+    return linked
+
+
+def _verdict(*, scored: list[_Scored], unexplained: int) -> findings.Verdict:
+    """One layer from the strongest unexplained-by-anything evidence; None when nothing explains it."""
+    roots = [item for item in scored if item.finding.caused_by is None and not item.rule.is_symptom]
+    symptom_only = False
+    if not roots:
+        roots = [item for item in scored if item.finding.caused_by is None]
+        symptom_only = True
+    if not roots:
+        detail = f"{unexplained} abnormal observation(s) matched no rule" if unexplained else "no anomaly seen"
+        return findings.Verdict(layer=None, confidence=0.0, summary=f"Layer unknown: {detail}.")
+    best_by_layer: dict[findings.Layer, _Scored] = {}
+    for item in sorted(roots, key=lambda item: -item.score):
+        best_by_layer.setdefault(item.rule.layer, item)
+    ranked = sorted(best_by_layer.values(), key=lambda item: -item.score)
+    top = ranked[0]
+    confidence = top.confidence
+    if len(ranked) > 1:
+        confidence *= 1 - 0.5 * ranked[1].score / top.score
+    downstream = sum(1 for item in scored if item.finding.caused_by)
+    parts = [f"{top.rule.layer.value}: {top.rule.title}"]
+    if top.finding.subject:
+        parts.append(f"on {top.finding.subject}")
+    if downstream:
+        parts.append(f"({downstream} downstream finding(s) caused by it or another root)")
+    if len(ranked) > 1:
+        others = ", ".join(f"{item.rule.layer.value} ({item.rule.id})" for item in ranked[1:])
+        parts.append(f"; competing evidence: {others}")
+    if symptom_only:
+        confidence = min(0.5, confidence * 0.6)
+        parts.append("; only symptoms seen, root cause not evidenced")
+    return findings.Verdict(
+        layer=top.rule.layer,
+        confidence=round(confidence, 2),
+        summary=" ".join(parts).replace(" ;", ";"),
+        scope=top.finding.scope,
+    )
+
+
+def diagnose_observations(
+    observations: Sequence[findings.Observation], *, rules: tuple[catalogue.Rule, ...] | None = None
+) -> report.Diagnosis:
+    """Classify a snapshot's observations into findings and one verdict (layer None when unknown)."""
+    active_rules = load() if rules is None else rules
+    grouped: dict[str, list[matching.Match]] = collections.defaultdict(list)
+    rule_by_id = {rule.id: rule for rule in active_rules}
+    unexplained: list[findings.Observation] = []
+    for obs in observations:
+        matches = matching.best_matches(rules=active_rules, observation=obs)
+        for match in matches:
+            grouped[match.rule.id].append(match)
+        if not matches and anomaly.looks_abnormal(observation=obs):
+            unexplained.append(obs)
+    scored = _link_symptoms([_build(rule=rule_by_id[rule_id], matches=items) for rule_id, items in grouped.items()])
+    scored.sort(key=lambda item: (item.finding.caused_by is not None, item.rule.is_symptom, -item.score))
+    return report.Diagnosis(
+        verdict=_verdict(scored=scored, unexplained=len(unexplained)),
+        findings=tuple(item.finding for item in scored),
+        unexplained=tuple(unexplained),
+    )
+
+
+def load() -> tuple[catalogue.Rule, ...]:
+    """The packaged rule catalogue."""
+    return catalogue.load_rules()

@@ -1,0 +1,114 @@
+"""Does one rule match one observation? Structured fields first, regex on the text second."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any
+
+from bot import findings
+from bot.classify import catalogue
+
+# Field values that carry human text worth searching alongside `Observation.text`.
+TEXT_FIELDS = ("message", "error", "reason", "text", "status", "state", "note", "detail")
+
+
+class MatchedOn(enum.StrEnum):
+    """How the rule matched: structured fields are stronger evidence than a regex on text."""
+
+    FIELDS = "fields"
+    TEXT = "text"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Match:
+    """One rule that matched one observation, and how."""
+
+    rule: catalogue.Rule
+    observation: findings.Observation
+    matched_on: MatchedOn
+
+    @property
+    def confidence(self) -> float:
+        """Rule confidence, a little higher when structured fields agreed."""
+        bonus = 0.05 if self.matched_on is MatchedOn.FIELDS else 0.0
+        return min(1.0, self.rule.confidence + bonus)
+
+
+def searchable_text(*, observation: findings.Observation) -> str:
+    """The observation's line plus any textual field values, for regex rules."""
+    parts = [observation.text]
+    for name in TEXT_FIELDS:
+        value = observation.fields.get(name)
+        if isinstance(value, str) and value and value not in observation.text:
+            parts.append(value)
+    return " | ".join(part for part in parts if part)
+
+
+def _as_number(value: Any) -> float | None:
+    """Numbers from YAML or collectors, tolerating strings like '12' or '0.4'."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _comparison_holds(*, operator: str, actual: Any, expected: Any) -> bool:
+    """Evaluate one `{lt: 5}` style comparison."""
+    if operator == "present":
+        return (actual not in (None, "", [], {})) == bool(expected)
+    if operator == "ne":
+        return str(actual).lower() != str(expected).lower()
+    left, right = _as_number(actual), _as_number(expected)
+    if left is None or right is None:
+        return False
+    return {
+        "lt": left < right,
+        "le": left <= right,
+        "gt": left > right,
+        "ge": left >= right,
+    }[operator]
+
+
+def _condition_holds(*, condition: catalogue.FieldCondition, fields: dict[str, Any]) -> bool:
+    """All parts of one field condition must hold for the observation's value."""
+    actual = fields.get(condition.name)
+    if condition.values:
+        if actual is None or str(actual).lower() not in condition.values:
+            return False
+    for operator, expected in condition.comparisons:
+        if not _comparison_holds(operator=operator, actual=actual, expected=expected):
+            return False
+    if condition.pattern is not None:
+        if actual is None or not condition.pattern.search(str(actual)):
+            return False
+    return True
+
+
+def match_rule(*, rule: catalogue.Rule, observation: findings.Observation) -> Match | None:
+    """Structured match when kind and fields agree; otherwise the text regex, if the rule has one."""
+    if rule.fields and (not rule.kinds or observation.kind in rule.kinds):
+        if all(_condition_holds(condition=item, fields=observation.fields) for item in rule.fields):
+            return Match(rule=rule, observation=observation, matched_on=MatchedOn.FIELDS)
+    if rule.text is not None and rule.text.search(searchable_text(observation=observation)):
+        return Match(rule=rule, observation=observation, matched_on=MatchedOn.TEXT)
+    return None
+
+
+def best_matches(
+    *, rules: tuple[catalogue.Rule, ...], observation: findings.Observation
+) -> tuple[Match, ...]:
+    """The strongest layer's matches for one observation.
+
+    The highest-priority match picks the layer (the most specific evidence wins: a TensorRT
+    serialization error outranks a generic exit code); other matches in that same layer stay, so a
+    FailedScheduling message naming both capacity and taints yields both findings.
+    """
+    matches = [match for rule in rules if (match := match_rule(rule=rule, observation=observation))]
+    if not matches:
+        return ()
+    matches.sort(key=lambda item: (-item.rule.priority, item.rule.is_symptom, item.rule.id))
+    layer = matches[0].rule.layer
+    return tuple(match for match in matches if match.rule.layer is layer)
