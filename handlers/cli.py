@@ -18,6 +18,7 @@ def _register_all() -> None:
 
     for module in (cli_incidents,):
         module.register(app)
+    __import__("handlers.cli_classify").cli_classify.register(app)  # classify: evidence lines -> layer
 
 
 def main() -> None:
