@@ -53,6 +53,7 @@ class Rule:
     next_step: str
     explained_by: tuple[findings.Layer, ...]
     integrity: bool
+    fallback: bool = False
 
     @property
     def is_symptom(self) -> bool:
@@ -133,6 +134,7 @@ def _rule(raw: Mapping[str, Any]) -> Rule:
         next_step=str(raw["next"]).strip(),
         explained_by=explained_by,
         integrity=bool(raw.get("integrity", False)),
+        fallback=bool(raw.get("fallback", False)),
     )
 
 

@@ -90,7 +90,7 @@ def _one_line(text: str, *, limit: int = 200) -> str:
 
 def _build(*, rule: catalogue.Rule, matches: Sequence[matching.Match]) -> _Scored:
     """One finding per rule, citing every observation it matched (bounded, with the count stated)."""
-    observations = list(dict.fromkeys(match.observation for match in matches))
+    observations = list({id(match.observation): match.observation for match in matches}.values())
     first = observations[0]
     evidence = tuple(
         findings.Evidence(

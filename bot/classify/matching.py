@@ -104,11 +104,14 @@ def best_matches(
 
     The highest-priority match picks the layer (the most specific evidence wins: a TensorRT
     serialization error outranks a generic exit code); other matches in that same layer stay, so a
-    FailedScheduling message naming both capacity and taints yields both findings.
+    FailedScheduling message naming both capacity and taints yields both findings. `fallback` rules
+    (the un-itemised catch-alls) only stand when nothing more specific in their layer matched.
     """
     matches = [match for rule in rules if (match := match_rule(rule=rule, observation=observation))]
     if not matches:
         return ()
     matches.sort(key=lambda item: (-item.rule.priority, item.rule.is_symptom, item.rule.id))
     layer = matches[0].rule.layer
-    return tuple(match for match in matches if match.rule.layer is layer)
+    same_layer = [match for match in matches if match.rule.layer is layer]
+    specific = [match for match in same_layer if not match.rule.fallback]
+    return tuple(specific or same_layer)
