@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "messages.jsonl"
+SECOND_SET = CORPUS.with_name("holdout.jsonl")
 LAYERS = ("scheduler", "runtime", "workflow", "fabric", None)
 
 
