@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import json
 import sys
+from typing import Annotated
 
 import typer
 
@@ -24,7 +25,13 @@ def render_line(*, text: str, output: OutputFormat) -> str:
     if output is OutputFormat.JSON:
         data = result.to_dict()
         return json.dumps(
-            {"text": text, "layer": data["layer"], "rule": data["rule"], "scope": data["scope"], "next": data["next"]}
+            {
+                "text": text,
+                "layer": data["layer"],
+                "rule": data["rule"],
+                "scope": data["scope"],
+                "next": data["next"],
+            }
         )
     layer = result.layer.value if result.layer else "-"
     scope = result.scope.value if result.scope else "-"
@@ -36,11 +43,16 @@ def register(app: typer.Typer) -> None:
 
     @app.command("classify")
     def classify_command(
-        output: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", help="text (tab-separated) or json lines"),
+        output: Annotated[
+            OutputFormat, typer.Option("--format", help="text (tab-separated) or json lines")
+        ] = OutputFormat.TEXT,
     ) -> None:
         """Classify evidence lines from stdin: layer, rule, scope and the next command, one per line."""
         if sys.stdin.isatty():
-            typer.echo("classify reads evidence lines on stdin, e.g.: kubectl get events -A | triage-bot classify", err=True)
+            typer.echo(
+                "classify reads evidence lines on stdin, e.g.: kubectl get events -A | triage-bot classify",
+                err=True,
+            )
             raise typer.Exit(code=2)
         for raw in sys.stdin:
             line = raw.rstrip("\n")

@@ -71,7 +71,8 @@ def _section(text: str, *, budget: _Budget) -> dict[str, Any]:
 
 def _context(texts: list[str], *, budget: _Budget) -> dict[str, Any]:
     elements = [
-        {"type": "mrkdwn", "text": budget.fit(text, limit=MAX_CONTEXT_TEXT)} for text in texts[:MAX_CONTEXT_ELEMENTS]
+        {"type": "mrkdwn", "text": budget.fit(text, limit=MAX_CONTEXT_TEXT)}
+        for text in texts[:MAX_CONTEXT_ELEMENTS]
     ]
     return {"type": "context", "elements": elements}
 
@@ -103,7 +104,9 @@ def _finding_blocks(*, item: findings.Finding, budget: _Budget) -> list[dict[str
     if evidence is not None:
         lines.append(budget.excerpt(evidence.excerpt))
         if evidence.expected or evidence.observed:
-            lines.append(f"*Expected:* {escape(evidence.expected or 'n/a')}\n*Observed:* {escape(evidence.observed or 'n/a')}")
+            lines.append(
+                f"*Expected:* {escape(evidence.expected or 'n/a')}\n*Observed:* {escape(evidence.observed or 'n/a')}"
+            )
     lines.append(f"*Next:* `{escape(item.next_step)}`")
     context = [f"rule `{item.rule}`" + (f" · scope `{item.scope.value}`" if item.scope else "")]
     if evidence is not None:
@@ -120,10 +123,18 @@ def _actions(*, incident_key: str) -> dict[str, Any]:
         "type": "actions",
         "block_id": "findings_actions",
         "elements": [
-            {"type": "button", "action_id": RERUN_ACTION, "value": value,
-             "text": {"type": "plain_text", "text": "Re-run snapshot"}},
-            {"type": "button", "action_id": ASSIGN_ACTION, "value": value,
-             "text": {"type": "plain_text", "text": "Assign owner"}},
+            {
+                "type": "button",
+                "action_id": RERUN_ACTION,
+                "value": value,
+                "text": {"type": "plain_text", "text": "Re-run snapshot"},
+            },
+            {
+                "type": "button",
+                "action_id": ASSIGN_ACTION,
+                "value": value,
+                "text": {"type": "plain_text", "text": "Assign owner"},
+            },
         ],
     }
 
@@ -157,11 +168,16 @@ def render_findings(*, snapshot: report.SnapshotReport, incident_key: str) -> Re
             blocks.extend(_finding_blocks(item=item, budget=budget))
     if omitted:
         budget.shortened = True
-        blocks.append(_section(f"*{omitted} more finding(s)* did not fit in this message: see the attached file.",
-                               budget=budget))
+        blocks.append(
+            _section(
+                f"*{omitted} more finding(s)* did not fit in this message: see the attached file.",
+                budget=budget,
+            )
+        )
     if snapshot.unexplained:
         listed = "\n".join(
-            f"• `{escape(obs.kind)}` {escape(obs.subject)}: {escape(obs.text[:200])}" for obs in snapshot.unexplained[:10]
+            f"• `{escape(obs.kind)}` {escape(obs.subject)}: {escape(obs.text[:200])}"
+            for obs in snapshot.unexplained[:10]
         )
         more = len(snapshot.unexplained) - 10
         if more > 0:
@@ -197,18 +213,22 @@ def _check_block(*, index: int, block: dict[str, Any]) -> list[str]:
     where = f"block {index} ({block.get('type')})"
     kind = block.get("type")
     if kind == "header":
-        return _check_text_object(where=where, obj=block.get("text"), limit=MAX_HEADER_TEXT, kinds=("plain_text",))
+        return _check_text_object(
+            where=where, obj=block.get("text"), limit=MAX_HEADER_TEXT, kinds=("plain_text",)
+        )
     if kind == "section":
         problems = []
         if "text" in block:
-            problems += _check_text_object(where=where, obj=block["text"], limit=MAX_SECTION_TEXT,
-                                           kinds=("mrkdwn", "plain_text"))
+            problems += _check_text_object(
+                where=where, obj=block["text"], limit=MAX_SECTION_TEXT, kinds=("mrkdwn", "plain_text")
+            )
         fields = block.get("fields", [])
         if len(fields) > 10:
             problems.append(f"{where}: {len(fields)} fields, limit 10")
         for number, field in enumerate(fields):
-            problems += _check_text_object(where=f"{where} field {number}", obj=field, limit=2000,
-                                           kinds=("mrkdwn", "plain_text"))
+            problems += _check_text_object(
+                where=f"{where} field {number}", obj=field, limit=2000, kinds=("mrkdwn", "plain_text")
+            )
         if "text" not in block and not fields:
             problems.append(f"{where}: needs text or fields")
         return problems
@@ -216,16 +236,21 @@ def _check_block(*, index: int, block: dict[str, Any]) -> list[str]:
         elements = block.get("elements", [])
         problems = [] if 0 < len(elements) <= MAX_CONTEXT_ELEMENTS else [f"{where}: {len(elements)} elements"]
         for number, element in enumerate(elements):
-            problems += _check_text_object(where=f"{where} element {number}", obj=element, limit=MAX_CONTEXT_TEXT,
-                                           kinds=("mrkdwn", "plain_text"))
+            problems += _check_text_object(
+                where=f"{where} element {number}",
+                obj=element,
+                limit=MAX_CONTEXT_TEXT,
+                kinds=("mrkdwn", "plain_text"),
+            )
         return problems
     if kind == "actions":
         elements = block.get("elements", [])
         problems = [] if 0 < len(elements) <= 25 else [f"{where}: {len(elements)} elements, limit 25"]
         for number, element in enumerate(elements):
             label = f"{where} element {number}"
-            problems += _check_text_object(where=label, obj=element.get("text"), limit=MAX_BUTTON_TEXT,
-                                           kinds=("plain_text",))
+            problems += _check_text_object(
+                where=label, obj=element.get("text"), limit=MAX_BUTTON_TEXT, kinds=("plain_text",)
+            )
             if not 0 < len(element.get("action_id", "")) <= MAX_ACTION_ID:
                 problems.append(f"{label}: action_id missing or over {MAX_ACTION_ID} chars")
             if len(element.get("value", "")) > MAX_ACTION_VALUE:

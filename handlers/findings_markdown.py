@@ -15,9 +15,13 @@ def verdict_line(*, verdict: findings.Verdict) -> str:
     return f"Verdict: {verdict.layer.value}{scope} (confidence {verdict.confidence:.2f}). {verdict.summary}"
 
 
-def findings_by_layer(*, items: tuple[findings.Finding, ...], first: findings.Layer | None) -> list[tuple[str, list[findings.Finding]]]:
+def findings_by_layer(
+    *, items: tuple[findings.Finding, ...], first: findings.Layer | None
+) -> list[tuple[str, list[findings.Finding]]]:
     """Findings grouped by layer, the verdict's layer first, then the seeds' order."""
-    order = ([first.value] if first else []) + [name for name in LAYER_ORDER if not first or name != first.value]
+    order = ([first.value] if first else []) + [
+        name for name in LAYER_ORDER if not first or name != first.value
+    ]
     groups = []
     for name in order:
         members = [item for item in items if item.layer is not None and item.layer.value == name]

@@ -8,14 +8,7 @@ from typer.testing import CliRunner
 
 from handlers.cli import _register_all, app
 
-LINES = "\n".join(
-    [
-        "0/8 nodes are available: 2 Insufficient nvidia.com/gpu, 6 node(s) had untolerated taint {gpu: }.",
-        "",
-        "the weather is nice today",
-        "NCCL WARN NET/IB : Got completion from peer 10.0.0.7<54862> with status=12 vendor err 129 (Recv)",
-    ]
-)
+LINES = "0/8 nodes are available: 2 Insufficient nvidia.com/gpu, 6 node(s) had untolerated taint {gpu: }.\n\nthe weather is nice today\nNCCL WARN NET/IB : Got completion from peer 10.0.0.7<54862> with status=12 vendor err 129 (Recv)"
 
 
 def _run(*args: str, stdin: str):
@@ -29,7 +22,13 @@ def test_json_lines_give_one_object_per_non_empty_line_with_null_layer_when_unkn
     rows = [json.loads(line) for line in result.output.splitlines()]
     assert [row["layer"] for row in rows] == ["scheduler", None, "fabric"]
     assert rows[0]["rule"] == "scheduler.k8s.insufficient-resources"
-    assert rows[1] == {"text": "the weather is nice today", "layer": None, "rule": None, "scope": None, "next": ""}
+    assert rows[1] == {
+        "text": "the weather is nice today",
+        "layer": None,
+        "rule": None,
+        "scope": None,
+        "next": "",
+    }
     assert rows[2]["scope"] == "path-local"
     assert rows[2]["next"]
 

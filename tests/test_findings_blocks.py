@@ -13,8 +13,14 @@ TRT = "[TRT] [E] 4: [runtime.cpp::deserializeCudaEngine::50] Error Code 4: Inter
 def _snapshot(observations, *, target="job/ns/train") -> report.SnapshotReport:
     diagnosis = diagnose_observations(observations)
     return report.SnapshotReport(
-        target=target, target_kind="k8s-job", taken_at=AT, elapsed_ms=1234, verdict=diagnosis.verdict,
-        findings=diagnosis.findings, collectors=(), observations=tuple(observations),
+        target=target,
+        target_kind="k8s-job",
+        taken_at=AT,
+        elapsed_ms=1234,
+        verdict=diagnosis.verdict,
+        findings=diagnosis.findings,
+        collectors=(),
+        observations=tuple(observations),
         unexplained=diagnosis.unexplained,
     )
 
@@ -24,7 +30,11 @@ def _all_text(blocks) -> str:
     for block in blocks:
         if "text" in block:
             parts.append(block["text"]["text"])
-        parts += [element.get("text", "") for element in block.get("elements", []) if isinstance(element.get("text"), str)]
+        parts += [
+            element.get("text", "")
+            for element in block.get("elements", [])
+            if isinstance(element.get("text"), str)
+        ]
     return "\n".join(parts)
 
 
@@ -32,7 +42,9 @@ def test_the_verdict_comes_first_then_findings_grouped_by_layer_with_evidence_an
     snapshot = _snapshot(
         [
             observation(kind="log_line", text=TRT),
-            observation(kind="container_state", text="CrashLoopBackOff", state="waiting", reason="CrashLoopBackOff"),
+            observation(
+                kind="container_state", text="CrashLoopBackOff", state="waiting", reason="CrashLoopBackOff"
+            ),
         ]
     )
     rendered = findings_blocks.render_findings(snapshot=snapshot, incident_key="INC-42")
@@ -52,8 +64,9 @@ def test_the_verdict_comes_first_then_findings_grouped_by_layer_with_evidence_an
 
 
 def test_buttons_carry_the_incident_key_with_the_agreed_action_ids() -> None:
-    rendered = findings_blocks.render_findings(snapshot=_snapshot([observation(kind="log_line", text=TRT)]),
-                                               incident_key="INC-7")
+    rendered = findings_blocks.render_findings(
+        snapshot=_snapshot([observation(kind="log_line", text=TRT)]), incident_key="INC-7"
+    )
     actions = rendered.blocks[-1]
     assert actions["type"] == "actions"
     assert [(item["action_id"], item["value"]) for item in actions["elements"]] == [
@@ -64,8 +77,9 @@ def test_buttons_carry_the_incident_key_with_the_agreed_action_ids() -> None:
 
 def test_long_evidence_is_summarised_in_the_message_and_attached_in_full() -> None:
     huge = "NCCL WARN NET/IB : Got completion from peer 10.0.0.7<1> with status=12 " + "x" * 9000
-    rendered = findings_blocks.render_findings(snapshot=_snapshot([observation(kind="log_line", text=huge)]),
-                                               incident_key="INC-1")
+    rendered = findings_blocks.render_findings(
+        snapshot=_snapshot([observation(kind="log_line", text=huge)]), incident_key="INC-1"
+    )
     assert findings_blocks.validate_blocks(rendered.blocks) == []
     assert findings_blocks.SEE_FILE in _all_text(rendered.blocks)
     assert rendered.attachment is not None and "x" * 3000 in rendered.attachment
@@ -85,16 +99,35 @@ def test_many_findings_stay_under_fifty_blocks_and_say_how_many_were_left_for_th
         "OOMKilled",
         "Version tag does not match",
     ]
-    observations = [observation(kind="log_line", text=line, subject=f"pod/ns/p{n}") for n, line in enumerate(lines)]
-    rules = [dict(id=f"runtime.synthetic-{n}", layer="runtime", title=f"Synthetic {n}", severity="high", cites="x",
-                  next="echo", match={"text": f"marker-{n}\\b"}) for n in range(40)]
+    observations = [
+        observation(kind="log_line", text=line, subject=f"pod/ns/p{n}") for n, line in enumerate(lines)
+    ]
+    rules = [
+        {
+            "id": f"runtime.synthetic-{n}",
+            "layer": "runtime",
+            "title": f"Synthetic {n}",
+            "severity": "high",
+            "cites": "x",
+            "next": "echo",
+            "match": {"text": f"marker-{n}\\b"},
+        }
+        for n in range(40)
+    ]
     from bot.classify import catalogue, engine
 
     extra = catalogue.parse_rules(documents=rules)
     many = observations + [observation(kind="log_line", text=f"marker-{n}") for n in range(40)]
     diagnosis = engine.diagnose_observations(many, rules=catalogue.load_rules() + extra)
-    snapshot = report.SnapshotReport(target="job/ns/big", target_kind="k8s-job", taken_at=AT, elapsed_ms=1,
-                                     verdict=diagnosis.verdict, findings=diagnosis.findings, collectors=())
+    snapshot = report.SnapshotReport(
+        target="job/ns/big",
+        target_kind="k8s-job",
+        taken_at=AT,
+        elapsed_ms=1,
+        verdict=diagnosis.verdict,
+        findings=diagnosis.findings,
+        collectors=(),
+    )
     rendered = findings_blocks.render_findings(snapshot=snapshot, incident_key="INC-9")
     assert len(diagnosis.findings) > 24
     assert len(rendered.blocks) <= findings_blocks.MAX_BLOCKS
@@ -115,7 +148,9 @@ def test_unknown_layer_is_shown_as_unknown_with_the_unexplained_evidence_listed(
 
 def test_mrkdwn_control_characters_in_evidence_are_escaped() -> None:
     rendered = findings_blocks.render_findings(
-        snapshot=_snapshot([observation(kind="log_line", text="Got completion from peer 10.0.0.1<555> & <!channel>")]),
+        snapshot=_snapshot(
+            [observation(kind="log_line", text="Got completion from peer 10.0.0.1<555> & <!channel>")]
+        ),
         incident_key="INC-5",
     )
     text = _all_text(rendered.blocks)
@@ -128,13 +163,30 @@ def test_validate_blocks_reports_each_broken_limit() -> None:
         {"type": "section", "text": {"type": "mrkdwn", "text": "s" * 3001}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": "c" * 2001}]},
         {"type": "section", "text": {"type": "mrkdwn", "text": "  "}},
-        {"type": "actions", "elements": [{"type": "button", "text": {"type": "plain_text", "text": "b" * 76},
-                                          "action_id": "", "value": "v"}]},
+        {
+            "type": "actions",
+            "elements": [
+                {
+                    "type": "button",
+                    "text": {"type": "plain_text", "text": "b" * 76},
+                    "action_id": "",
+                    "value": "v",
+                }
+            ],
+        },
         {"type": "video"},
     ] + [{"type": "divider"}] * 45
     problems = findings_blocks.validate_blocks(blocks)
     assert any("51 blocks" in item for item in problems)
-    for fragment in ("limit 150", "limit 3000", "limit 2000", "text is empty", "limit 75", "action_id", "unknown block"):
+    for fragment in (
+        "limit 150",
+        "limit 3000",
+        "limit 2000",
+        "text is empty",
+        "limit 75",
+        "action_id",
+        "unknown block",
+    ):
         assert any(fragment in item for item in problems), fragment
 
 
@@ -147,9 +199,13 @@ def test_a_long_target_name_in_the_header_is_shortened_visibly_and_attached() ->
 
 def test_verdict_without_findings_is_still_a_valid_message() -> None:
     snapshot = report.SnapshotReport(
-        target="job/ns/ok", target_kind="k8s-job", taken_at=AT, elapsed_ms=5,
+        target="job/ns/ok",
+        target_kind="k8s-job",
+        taken_at=AT,
+        elapsed_ms=5,
         verdict=findings.Verdict(layer=None, confidence=0.0, summary="Layer unknown: no anomaly seen."),
-        findings=(), collectors=(),
+        findings=(),
+        collectors=(),
     )
     rendered = findings_blocks.render_findings(snapshot=snapshot, incident_key="INC-0")
     assert findings_blocks.validate_blocks(rendered.blocks) == []

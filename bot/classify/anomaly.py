@@ -15,7 +15,9 @@ _TROUBLE = re.compile(
 )
 _NORMAL_WAITING = {"containercreating", "podinitializing", ""}
 _HEALTHY = {"ok", "pass", "passed", "healthy", "active", "linkup", "up", "true", "ready", "idle", "allocated"}
-_BAD_SLURM_JOB = re.compile(r"fail|oom|out_of_memory|timeout|cancel|preempt|boot_fail|deadline", re.IGNORECASE)
+_BAD_SLURM_JOB = re.compile(
+    r"fail|oom|out_of_memory|timeout|cancel|preempt|boot_fail|deadline", re.IGNORECASE
+)
 _BAD_SLURM_NODE = re.compile(r"down|drain|fail|not_responding|\*|unknown|error", re.IGNORECASE)
 
 

@@ -44,10 +44,14 @@ def _fields(rule: catalogue.Rule) -> str:
 
 
 def _rule_section(rule: catalogue.Rule) -> list[str]:
-    scope = "auto (from how many hosts/paths the evidence names)" if rule.scope_auto else (
-        rule.scope.value if rule.scope else "none"
+    scope = (
+        "auto (from how many hosts/paths the evidence names)"
+        if rule.scope_auto
+        else (rule.scope.value if rule.scope else "none")
     )
-    role = rule.role + (f", explained by {', '.join(layer.value for layer in rule.explained_by)}" if rule.is_symptom else "")
+    role = rule.role + (
+        f", explained by {', '.join(layer.value for layer in rule.explained_by)}" if rule.is_symptom else ""
+    )
     lines = [
         f"### `{rule.id}`",
         "",
@@ -61,7 +65,9 @@ def _rule_section(rule: catalogue.Rule) -> list[str]:
         f"| priority / confidence | {rule.priority} / {rule.confidence:.2f} |",
         f"| scope | {scope} |",
         f"| structured match | {_cell(_fields(rule))} |",
-        f"| text match | `{_cell(rule.text.pattern)}` |" if rule.text is not None else "| text match | (none) |",
+        f"| text match | `{_cell(rule.text.pattern)}` |"
+        if rule.text is not None
+        else "| text match | (none) |",
         f"| evidence cited | {_cell(rule.cites)} |",
         f"| expected | {_cell(rule.expected or '-')} |",
         f"| next step | `{_cell(rule.next_step)}` |",
@@ -72,7 +78,7 @@ def _rule_section(rule: catalogue.Rule) -> list[str]:
 
 def render(*, rules: tuple[catalogue.Rule, ...]) -> str:
     """The whole document, grouped by layer in the seeds' order."""
-    from bot.classify.engine import CONFIDENT  # noqa: PLC0415
+    from bot.classify.engine import CONFIDENT
 
     lines = [HEADER.format(confident=CONFIDENT)]
     lines.append("| rule | layer | role | severity |")

@@ -56,7 +56,9 @@ def _locations(observations: Sequence[findings.Observation]) -> set[str]:
     return places
 
 
-def derive_scope(*, rule: catalogue.Rule, observations: Sequence[findings.Observation]) -> findings.Scope | None:
+def derive_scope(
+    *, rule: catalogue.Rule, observations: Sequence[findings.Observation]
+) -> findings.Scope | None:
     """The rule's scope, or for `auto` rules the seed's node-local / path-local / fabric-wide split."""
     if not rule.scope_auto:
         return rule.scope
@@ -71,7 +73,9 @@ def fill_placeholders(*, template: str, observation: findings.Observation | None
     """Put known names (node, pod, namespace, job...) into a next-step command; keep <name> otherwise."""
     values: dict[str, str] = {}
     if observation is not None:
-        values = {key: str(value) for key, value in observation.fields.items() if isinstance(value, str | int)}
+        values = {
+            key: str(value) for key, value in observation.fields.items() if isinstance(value, str | int)
+        }
         values.setdefault("subject", observation.subject)
     return _PLACEHOLDER.sub(lambda found: values.get(found.group(1)) or f"<{found.group(1)}>", template)
 
@@ -140,7 +144,9 @@ def _verdict(*, scored: list[_Scored], unexplained: int) -> findings.Verdict:
         roots = [item for item in scored if item.finding.caused_by is None]
         symptom_only = True
     if not roots:
-        detail = f"{unexplained} abnormal observation(s) matched no rule" if unexplained else "no anomaly seen"
+        detail = (
+            f"{unexplained} abnormal observation(s) matched no rule" if unexplained else "no anomaly seen"
+        )
         return findings.Verdict(layer=None, confidence=0.0, summary=f"Layer unknown: {detail}.")
     best_by_layer: dict[findings.Layer, _Scored] = {}
     for item in sorted(roots, key=lambda item: -item.score):
@@ -184,7 +190,9 @@ def diagnose_observations(
             grouped[match.rule.id].append(match)
         if not matches and anomaly.looks_abnormal(observation=obs):
             unexplained.append(obs)
-    scored = _link_symptoms([_build(rule=rule_by_id[rule_id], matches=items) for rule_id, items in grouped.items()])
+    scored = _link_symptoms(
+        [_build(rule=rule_by_id[rule_id], matches=items) for rule_id, items in grouped.items()]
+    )
     scored.sort(key=lambda item: (item.finding.caused_by is not None, item.rule.is_symptom, -item.score))
     return report.Diagnosis(
         verdict=_verdict(scored=scored, unexplained=len(unexplained)),

@@ -9,7 +9,6 @@ from bot import findings
 from bot.classify import catalogue, engine, matching
 
 
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LineResult:
     """Per line: layer (None when no rule explains it), the rule, the scope and the next command."""

@@ -75,23 +75,26 @@ def _comparison_holds(*, operator: str, actual: Any, expected: Any) -> bool:
 def _condition_holds(*, condition: catalogue.FieldCondition, fields: dict[str, Any]) -> bool:
     """All parts of one field condition must hold for the observation's value."""
     actual = fields.get(condition.name)
-    if condition.values:
-        if actual is None or str(actual).lower() not in condition.values:
-            return False
+    if condition.values and (actual is None or str(actual).lower() not in condition.values):
+        return False
     for operator, expected in condition.comparisons:
         if not _comparison_holds(operator=operator, actual=actual, expected=expected):
             return False
-    if condition.pattern is not None:
-        if actual is None or not condition.pattern.search(str(actual)):
-            return False
-    return True
+    return not (
+        condition.pattern is not None and (actual is None or not condition.pattern.search(str(actual)))
+    )
 
 
 def match_rule(*, rule: catalogue.Rule, observation: findings.Observation) -> Match | None:
     """Structured match when kind and fields agree; otherwise the text regex, if the rule has one."""
-    if rule.fields and (not rule.kinds or observation.kind in rule.kinds):
-        if all(_condition_holds(condition=item, fields=observation.fields) for item in rule.fields):
-            return Match(rule=rule, observation=observation, matched_on=MatchedOn.FIELDS)
+    kind_ok = not rule.kinds or observation.kind in rule.kinds
+    fields = observation.fields
+    if (
+        rule.fields
+        and kind_ok
+        and all(_condition_holds(condition=item, fields=fields) for item in rule.fields)
+    ):
+        return Match(rule=rule, observation=observation, matched_on=MatchedOn.FIELDS)
     if rule.text is not None and rule.text.search(searchable_text(observation=observation)):
         return Match(rule=rule, observation=observation, matched_on=MatchedOn.TEXT)
     return None

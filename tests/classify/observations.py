@@ -10,7 +10,9 @@ from bot import findings
 AT = datetime(2026, 11, 29, 22, 0, tzinfo=UTC)
 
 
-def observation(*, kind: str, text: str = "", subject: str = "pod/ns/train-0", **fields: Any) -> findings.Observation:
+def observation(
+    *, kind: str, text: str = "", subject: str = "pod/ns/train-0", **fields: Any
+) -> findings.Observation:
     """One observation with a plausible source and command for its kind."""
     return findings.Observation(
         source=f"test/{kind}",

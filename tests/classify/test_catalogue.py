@@ -70,6 +70,10 @@ def test_field_conditions_compare_numbers_and_values() -> None:
     [rule] = catalogue.parse_rules(
         documents=[_raw(match={"kind": ["fabric_probe"], "fields": {"ratio": {"lt": 0.8}, "path": ["a-b"]}})]
     )
-    assert matching.match_rule(rule=rule, observation=observation(kind="fabric_probe", ratio="0.5", path="A-B"))
-    assert not matching.match_rule(rule=rule, observation=observation(kind="fabric_probe", ratio=0.9, path="a-b"))
+    assert matching.match_rule(
+        rule=rule, observation=observation(kind="fabric_probe", ratio="0.5", path="A-B")
+    )
+    assert not matching.match_rule(
+        rule=rule, observation=observation(kind="fabric_probe", ratio=0.9, path="a-b")
+    )
     assert not matching.match_rule(rule=rule, observation=observation(kind="event", ratio=0.5, path="a-b"))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import collections
 
-from bot.classify import classify_line
 import pytest
 
+from bot.classify import classify_line
 from tests.classify.corpus import CORPUS, SECOND_SET, load_corpus
 
 REQUIRED_ACCURACY = 0.95

@@ -28,9 +28,16 @@ def _by_rule(diagnosis, rule):
 def test_a_pod_exiting_1_with_a_tensorrt_serialization_error_is_workflow_not_runtime() -> None:
     diagnosis = diagnose_observations(
         [
-            observation(kind="container_termination", text="terminated: Error exit 1", reason="Error", exit_code=1),
-            observation(kind="container_state", text="back-off 5m0s restarting failed container", state="waiting",
-                        reason="CrashLoopBackOff", restart_count=7),
+            observation(
+                kind="container_termination", text="terminated: Error exit 1", reason="Error", exit_code=1
+            ),
+            observation(
+                kind="container_state",
+                text="back-off 5m0s restarting failed container",
+                state="waiting",
+                reason="CrashLoopBackOff",
+                restart_count=7,
+            ),
             observation(kind="log_line", text=TRT_LOG, container="triton"),
         ]
     )
@@ -44,8 +51,12 @@ def test_a_pod_exiting_1_with_a_tensorrt_serialization_error_is_workflow_not_run
 
 def test_a_collective_timeout_on_every_rank_with_one_ib_error_is_fabric_scoped_to_that_path() -> None:
     ranks = [
-        observation(kind="log_line", text=WATCHDOG.format(rank=rank), subject=f"pod/ns/train-{rank}",
-                    node=f"node-{rank}")
+        observation(
+            kind="log_line",
+            text=WATCHDOG.format(rank=rank),
+            subject=f"pod/ns/train-{rank}",
+            node=f"node-{rank}",
+        )
         for rank in range(8)
     ]
     ib = observation(kind="log_line", text=IB_ERROR, subject="pod/ns/train-3", node="node-3")
@@ -60,7 +71,10 @@ def test_a_collective_timeout_on_every_rank_with_one_ib_error_is_fabric_scoped_t
 
 def test_ib_errors_on_many_hosts_are_fabric_wide() -> None:
     diagnosis = diagnose_observations(
-        [observation(kind="log_line", text=IB_ERROR, subject=f"pod/ns/w-{n}", node=f"node-{n}") for n in range(4)]
+        [
+            observation(kind="log_line", text=IB_ERROR, subject=f"pod/ns/w-{n}", node=f"node-{n}")
+            for n in range(4)
+        ]
     )
     assert diagnosis.verdict.scope is findings.Scope.FABRIC_WIDE
 
@@ -76,13 +90,22 @@ def test_an_xid_on_one_node_explains_the_collective_timeouts_of_the_others() -> 
     diagnosis = diagnose_observations(
         [
             observation(kind="log_line", text=WATCHDOG.format(rank=1)),
-            observation(kind="gpu_xid", text="NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus",
-                        subject="node/gpu-7", xid=79, node="gpu-7", gpu_pci="0000:44:00"),
+            observation(
+                kind="gpu_xid",
+                text="NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus",
+                subject="node/gpu-7",
+                xid=79,
+                node="gpu-7",
+                gpu_pci="0000:44:00",
+            ),
         ]
     )
     assert diagnosis.verdict.layer is findings.Layer.RUNTIME
     assert diagnosis.verdict.scope is findings.Scope.NODE_LOCAL
-    assert _by_rule(diagnosis, "fabric.collective-timeout").caused_by in {"runtime.gpu-lost", "runtime.gpu-xid"}
+    assert _by_rule(diagnosis, "fabric.collective-timeout").caused_by in {
+        "runtime.gpu-lost",
+        "runtime.gpu-xid",
+    }
 
 
 def test_unknown_evidence_yields_no_layer_and_lists_what_was_not_explained() -> None:
@@ -111,7 +134,9 @@ def test_structured_fields_classify_without_any_text() -> None:
 
 
 def test_failed_scheduling_says_capacity_and_policy_when_the_message_names_both() -> None:
-    message = "0/8 nodes are available: 2 Insufficient nvidia.com/gpu, 6 node(s) had untolerated taint {gpu: }."
+    message = (
+        "0/8 nodes are available: 2 Insufficient nvidia.com/gpu, 6 node(s) had untolerated taint {gpu: }."
+    )
     diagnosis = diagnose_observations(
         [observation(kind="event", text=message, reason="FailedScheduling", type="Warning", message=message)]
     )
@@ -121,8 +146,14 @@ def test_failed_scheduling_says_capacity_and_policy_when_the_message_names_both(
 
 
 def test_a_low_bandwidth_probe_is_fabric_and_cites_expected_versus_observed() -> None:
-    probe = observation(kind="fabric_probe", text="ib_write_bw node-1 -> node-2: 180 Gb/s", subject="path/node-1/node-2",
-                        expected="390 Gb/s", observed="180 Gb/s", ratio=0.46)
+    probe = observation(
+        kind="fabric_probe",
+        text="ib_write_bw node-1 -> node-2: 180 Gb/s",
+        subject="path/node-1/node-2",
+        expected="390 Gb/s",
+        observed="180 Gb/s",
+        ratio=0.46,
+    )
     diagnosis = diagnose_observations([probe])
     finding = _by_rule(diagnosis, "fabric.low-bandwidth")
     assert diagnosis.verdict.layer is findings.Layer.FABRIC
@@ -140,7 +171,10 @@ def test_a_healthy_probe_is_not_a_finding() -> None:
 def test_competing_roots_in_two_layers_lower_the_confidence() -> None:
     alone = diagnose_observations([observation(kind="log_line", text=TRT_LOG)])
     both = diagnose_observations(
-        [observation(kind="log_line", text=TRT_LOG), observation(kind="log_line", text=IB_ERROR, node="node-3")]
+        [
+            observation(kind="log_line", text=TRT_LOG),
+            observation(kind="log_line", text=IB_ERROR, node="node-3"),
+        ]
     )
     assert both.verdict.confidence < alone.verdict.confidence
     assert "competing evidence" in both.verdict.summary
