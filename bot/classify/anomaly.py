@@ -14,7 +14,7 @@ _TROUBLE = re.compile(
     re.IGNORECASE,
 )
 _NORMAL_WAITING = {"containercreating", "podinitializing", ""}
-_HEALTHY = {"ok", "pass", "passed", "healthy", "active", "linkup", "up", "true", "ready", "idle", "allocated"}
+_HEALTHY = {"ok", "pass", "passed", "skip", "healthy", "active", "linkup", "up", "true", "ready", "idle", "allocated"}
 _BAD_SLURM_JOB = re.compile(
     r"fail|oom|out_of_memory|timeout|cancel|preempt|boot_fail|deadline", re.IGNORECASE
 )
@@ -75,6 +75,15 @@ def _health(obs: findings.Observation) -> bool:
     return status not in _HEALTHY
 
 
+def _node_capacity(obs: findings.Observation) -> bool:
+    withdrawn = _number(obs.fields, "gpu_allocatable") < _number(obs.fields, "gpu_capacity")
+    return withdrawn or _lower(obs.fields, "unschedulable") == "true"
+
+
+def _workload_status(obs: findings.Observation) -> bool:
+    return _lower(obs.fields, "suspended") == "true" or _number(obs.fields, "failed") > 0
+
+
 def _probe(obs: findings.Observation) -> bool:
     ratio = obs.fields.get("ratio")
     return ratio is not None and _number(obs.fields, "ratio") < 0.9
@@ -89,7 +98,12 @@ _BY_KIND: dict[str, Callable[[findings.Observation], bool]] = {
     "container_termination": _container_termination,
     "node_condition": _node_condition,
     "aiperf_status": _aiperf,
-    "kueue_workload": lambda obs: _lower(obs.fields, "admitted") in {"false", ""} and bool(obs.text),
+    "kueue_workload": lambda obs: _lower(obs.fields, "admitted") in {"false", ""},
+    "kueue_workload_missing": lambda obs: True,
+    "node_capacity": _node_capacity,
+    "node_taint": lambda obs: False,
+    "workload_status": _workload_status,
+    "gpu_topology": lambda obs: bool(obs.fields.get("problems")),
     "slurm_pending_reason": lambda obs: _lower(obs.fields, "reason") not in {"none", ""},
     "slurm_job": lambda obs: bool(_BAD_SLURM_JOB.search(_lower(obs.fields, "state"))),
     "slurm_node": lambda obs: bool(_BAD_SLURM_NODE.search(_lower(obs.fields, "state"))),

@@ -14,7 +14,7 @@ import yaml
 from bot import findings
 
 ROLES = ("cause", "symptom")
-COMPARISONS = ("lt", "le", "gt", "ge", "ne", "re", "present")
+COMPARISONS = ("lt", "le", "gt", "ge", "ne", "re", "present", "lt_field")
 
 
 class CatalogueError(ValueError):
@@ -32,6 +32,14 @@ class FieldCondition:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class Structured:
+    """One structured alternative: the observation kinds it applies to and conditions that must all hold."""
+
+    kinds: tuple[str, ...]
+    fields: tuple[FieldCondition, ...]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Rule:
     """One catalogue entry: where it looks, what layer it means, what proves it, what to run next."""
 
@@ -45,8 +53,7 @@ class Rule:
     severity: findings.Severity
     scope: findings.Scope | None
     scope_auto: bool
-    kinds: tuple[str, ...]
-    fields: tuple[FieldCondition, ...]
+    structured: tuple[Structured, ...]
     text: re.Pattern[str] | None
     cites: str
     expected: str
@@ -82,6 +89,18 @@ def _field_condition(*, rule_id: str, name: str, spec: Any) -> FieldCondition:
     return FieldCondition(name=name, values=tuple(str(value).lower() for value in values))
 
 
+def _structured(*, rule_id: str, raw: Mapping[str, Any]) -> Structured:
+    """One `{kind: [...], fields: {...}}` alternative."""
+    specs = raw.get("fields") or {}
+    if not specs:
+        raise CatalogueError(f"rule {rule_id}: a structured alternative needs fields")
+    kinds = raw.get("kind") or []
+    return Structured(
+        kinds=tuple(str(kind) for kind in (kinds if isinstance(kinds, list) else [kinds])),
+        fields=tuple(_field_condition(rule_id=rule_id, name=str(name), spec=spec) for name, spec in specs.items()),
+    )
+
+
 def _rule(raw: Mapping[str, Any]) -> Rule:
     """Validate and type one YAML mapping."""
     rule_id = str(raw.get("id", "")).strip()
@@ -95,10 +114,12 @@ def _rule(raw: Mapping[str, Any]) -> Rule:
     if role not in ROLES:
         raise CatalogueError(f"rule {rule_id}: role must be one of {ROLES}, not {role!r}")
     match = raw.get("match") or {}
-    kinds = tuple(str(kind) for kind in match.get("kind", []) or [])
-    field_specs = match.get("fields") or {}
+    alternatives = list(match.get("any") or [])
+    if match.get("fields"):
+        alternatives.insert(0, {"kind": match.get("kind"), "fields": match["fields"]})
+    structured = tuple(_structured(rule_id=rule_id, raw=item) for item in alternatives)
     text = match.get("text")
-    if not field_specs and not text:
+    if not structured and not text:
         raise CatalogueError(f"rule {rule_id}: match needs fields or text")
     scope_raw = raw.get("scope")
     try:
@@ -124,10 +145,7 @@ def _rule(raw: Mapping[str, Any]) -> Rule:
         severity=severity,
         scope=scope,
         scope_auto=scope_raw == "auto",
-        kinds=kinds,
-        fields=tuple(
-            _field_condition(rule_id=rule_id, name=str(name), spec=spec) for name, spec in field_specs.items()
-        ),
+        structured=structured,
         text=_compile(rule_id=rule_id, pattern=str(text)) if text else None,
         cites=str(raw["cites"]).strip(),
         expected=str(raw.get("expected", "")).strip(),

@@ -30,17 +30,20 @@ def _cell(text: str) -> str:
 
 
 def _fields(rule: catalogue.Rule) -> str:
-    parts = []
-    if rule.kinds:
-        parts.append("kind in " + ", ".join(f"`{kind}`" for kind in rule.kinds))
-    for condition in rule.fields:
-        if condition.values:
-            parts.append(f"`{condition.name}` in " + ", ".join(condition.values))
-        for operator, value in condition.comparisons:
-            parts.append(f"`{condition.name}` {operator} {value}")
-        if condition.pattern is not None:
-            parts.append(f"`{condition.name}` ~ `{condition.pattern.pattern}`")
-    return "; ".join(parts) or "(text only)"
+    alternatives = []
+    for alternative in rule.structured:
+        parts = []
+        if alternative.kinds:
+            parts.append("kind in " + ", ".join(f"`{kind}`" for kind in alternative.kinds))
+        for condition in alternative.fields:
+            if condition.values:
+                parts.append(f"`{condition.name}` in " + ", ".join(condition.values))
+            for operator, value in condition.comparisons:
+                parts.append(f"`{condition.name}` {operator} {value}")
+            if condition.pattern is not None:
+                parts.append(f"`{condition.name}` ~ `{condition.pattern.pattern}`")
+        alternatives.append(" and ".join(parts))
+    return " **or** ".join(alternatives) or "(text only)"
 
 
 def _rule_section(rule: catalogue.Rule) -> list[str]:

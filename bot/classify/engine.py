@@ -21,7 +21,13 @@ _SEVERITY_WEIGHT = {
     findings.Severity.LOW: 0.6,
     findings.Severity.INFO: 0.4,
 }
-_LOCATION_FIELDS = ("host", "node", "hostname", "hca", "peer", "gpu_pci", "path")
+# Facts about the snapshot itself or configuration: reported by the snapshot (not checked), never classified.
+IGNORED_KINDS = frozenset(
+    {"api_forbidden", "api_group_missing", "collector_incomplete", "container_spec", "slurm_accounting"}
+)
+# Whole log tails repeat the log lines the collectors already picked out: they only add rules nothing else hit.
+LATE_KINDS = frozenset({"log_tail"})
+_SCOPE_HINT_KIND = "fabric_scope"
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
@@ -123,17 +129,43 @@ def _build(*, rule: catalogue.Rule, matches: Sequence[matching.Match]) -> _Score
 
 
 def _link_symptoms(scored: list[_Scored]) -> list[_Scored]:
-    """Mark each symptom `caused_by` the strongest cause in a layer that can explain it."""
-    causes = sorted((item for item in scored if not item.rule.is_symptom), key=lambda item: -item.score)
+    """Mark each finding with `explained_by` as `caused_by` the strongest root cause in such a layer.
+
+    Symptoms always declare it; some causes do too (pods pending for GPUs that a failed node withdrew,
+    a Slurm job waiting for nodes drained by an Xid). Only undeferrable causes explain, so no cycles.
+    """
+    roots = sorted(
+        (item for item in scored if not item.rule.is_symptom and not item.rule.explained_by),
+        key=lambda item: -item.score,
+    )
     linked = []
     for item in scored:
-        if item.rule.is_symptom:
-            explainer = next((cause for cause in causes if cause.rule.layer in item.rule.explained_by), None)
+        if item.rule.explained_by:
+            explainer = next(
+                (root for root in roots if root.rule.layer in item.rule.explained_by and root is not item), None
+            )
             if explainer is not None:
                 finding = dataclasses.replace(item.finding, caused_by=explainer.rule.id)
                 item = dataclasses.replace(item, finding=finding)
         linked.append(item)
     return linked
+
+
+def _scope_hint(observations: Sequence[findings.Observation]) -> findings.Scope | None:
+    """The fabric collector's own scope decision (node-local / path-local / fabric-wide), when it made one."""
+    for obs in observations:
+        if obs.kind == _SCOPE_HINT_KIND:
+            try:
+                return findings.Scope(str(obs.fields.get("scope")))
+            except ValueError:
+                return None
+    return None
+
+
+def _with_scope_hint(*, item: _Scored, hint: findings.Scope | None) -> _Scored:
+    if hint is None or item.rule.layer is not findings.Layer.FABRIC or not item.rule.scope_auto:
+        return item
+    return dataclasses.replace(item, finding=dataclasses.replace(item.finding, scope=hint))
 
 
 def _verdict(*, scored: list[_Scored], unexplained: int) -> findings.Verdict:
@@ -184,14 +216,24 @@ def diagnose_observations(
     grouped: dict[str, list[matching.Match]] = collections.defaultdict(list)
     rule_by_id = {rule.id: rule for rule in active_rules}
     unexplained: list[findings.Observation] = []
-    for obs in observations:
+    relevant = [obs for obs in observations if obs.kind not in IGNORED_KINDS and obs.kind != _SCOPE_HINT_KIND]
+    for obs in (item for item in relevant if item.kind not in LATE_KINDS):
         matches = matching.best_matches(rules=active_rules, observation=obs)
         for match in matches:
             grouped[match.rule.id].append(match)
         if not matches and anomaly.looks_abnormal(observation=obs):
             unexplained.append(obs)
+    seen_rules = set(grouped)
+    for obs in (item for item in relevant if item.kind in LATE_KINDS):
+        for match in matching.best_matches(rules=active_rules, observation=obs):
+            if match.rule.id not in seen_rules:
+                grouped[match.rule.id].append(match)
+    hint = _scope_hint(observations)
     scored = _link_symptoms(
-        [_build(rule=rule_by_id[rule_id], matches=items) for rule_id, items in grouped.items()]
+        [
+            _with_scope_hint(item=_build(rule=rule_by_id[rule_id], matches=items), hint=hint)
+            for rule_id, items in grouped.items()
+        ]
     )
     scored.sort(key=lambda item: (item.finding.caused_by is not None, item.rule.is_symptom, -item.score))
     return report.Diagnosis(

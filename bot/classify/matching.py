@@ -55,12 +55,15 @@ def _as_number(value: Any) -> float | None:
         return None
 
 
-def _comparison_holds(*, operator: str, actual: Any, expected: Any) -> bool:
-    """Evaluate one `{lt: 5}` style comparison."""
+def _comparison_holds(*, operator: str, actual: Any, expected: Any, fields: dict[str, Any]) -> bool:
+    """Evaluate one `{lt: 5}` style comparison (`lt_field` compares with another field)."""
     if operator == "present":
         return (actual not in (None, "", [], {})) == bool(expected)
     if operator == "ne":
-        return str(actual).lower() != str(expected).lower()
+        return actual is not None and str(actual).lower() != str(expected).lower()
+    if operator == "lt_field":
+        expected = fields.get(str(expected))
+        operator = "lt"
     left, right = _as_number(actual), _as_number(expected)
     if left is None or right is None:
         return False
@@ -78,22 +81,20 @@ def _condition_holds(*, condition: catalogue.FieldCondition, fields: dict[str, A
     if condition.values and (actual is None or str(actual).lower() not in condition.values):
         return False
     for operator, expected in condition.comparisons:
-        if not _comparison_holds(operator=operator, actual=actual, expected=expected):
+        if not _comparison_holds(operator=operator, actual=actual, expected=expected, fields=fields):
             return False
-    return not (
-        condition.pattern is not None and (actual is None or not condition.pattern.search(str(actual)))
-    )
+    return condition.pattern is None or (actual is not None and bool(condition.pattern.search(str(actual))))
+
+
+def _structured_holds(*, alternative: catalogue.Structured, observation: findings.Observation) -> bool:
+    if alternative.kinds and observation.kind not in alternative.kinds:
+        return False
+    return all(_condition_holds(condition=item, fields=observation.fields) for item in alternative.fields)
 
 
 def match_rule(*, rule: catalogue.Rule, observation: findings.Observation) -> Match | None:
-    """Structured match when kind and fields agree; otherwise the text regex, if the rule has one."""
-    kind_ok = not rule.kinds or observation.kind in rule.kinds
-    fields = observation.fields
-    if (
-        rule.fields
-        and kind_ok
-        and all(_condition_holds(condition=item, fields=fields) for item in rule.fields)
-    ):
+    """Structured match when any alternative's kind and fields agree; otherwise the text regex."""
+    if any(_structured_holds(alternative=item, observation=observation) for item in rule.structured):
         return Match(rule=rule, observation=observation, matched_on=MatchedOn.FIELDS)
     if rule.text is not None and rule.text.search(searchable_text(observation=observation)):
         return Match(rule=rule, observation=observation, matched_on=MatchedOn.TEXT)

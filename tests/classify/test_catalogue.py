@@ -32,7 +32,7 @@ def test_the_packaged_catalogue_covers_every_layer_with_unique_ids() -> None:
 def test_every_rule_says_what_evidence_it_cites_and_what_to_run_next() -> None:
     for rule in catalogue.load_rules():
         assert rule.cites and rule.next_step and rule.title, rule.id
-        assert rule.fields or rule.text is not None, rule.id
+        assert rule.structured or rule.text is not None, rule.id
 
 
 def test_symptoms_say_which_layers_can_explain_them() -> None:
