@@ -28,6 +28,11 @@ IGNORED_KINDS = frozenset(
 # Whole log tails repeat the log lines the collectors already picked out: they only add rules nothing else hit.
 LATE_KINDS = frozenset({"log_tail"})
 _SCOPE_HINT_KIND = "fabric_scope"
+# Status summaries (pod Ready=False, Job failed=1) are consequences once any finding explains the target.
+STATUS_KINDS = frozenset({"pod_condition", "pod_phase", "workload_status", "workload_condition"})
+# "0/16 nodes are available: 12 Insufficient nvidia.com/gpu, 4 node(s) didn't match ..." -> per-reason counts.
+_NODES_TOTAL = re.compile(r"\b\d+/(\d+) nodes are available")
+_NODES_SEGMENT = re.compile(r"^\s*(\d+) (.+)$")
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
@@ -38,12 +43,31 @@ class _Scored:
     finding: findings.Finding
     rule: catalogue.Rule
     confidence: float
+    share: float = 0.0
 
     @property
     def score(self) -> float:
-        """Evidence strength: confidence times severity, integrity first (seed decision hierarchy)."""
+        """Evidence strength: confidence times severity, integrity first (seed decision hierarchy).
+
+        `share` (the fraction of nodes a scheduler message blames on this reason) breaks ties between
+        capacity and policy reasons quoted in one FailedScheduling message.
+        """
         bonus = 0.1 if self.rule.integrity else 0.0
-        return self.confidence * _SEVERITY_WEIGHT[self.rule.severity] + bonus
+        return self.confidence * _SEVERITY_WEIGHT[self.rule.severity] + bonus + 0.05 * self.share
+
+
+def node_share(*, rule: catalogue.Rule, text: str) -> tuple[int, int]:
+    """How many of the scheduler's nodes this rule's reason accounts for: (count, total); (0, 0) if not stated."""
+    total_match = _NODES_TOTAL.search(text)
+    if rule.text is None or total_match is None:
+        return 0, 0
+    head = text[total_match.end() :].split("preemption:")[0]
+    count = 0
+    for segment in re.split(r"[,.]\s+", head.lstrip(": ")):
+        found = _NODES_SEGMENT.match(segment)
+        if found and rule.text.search(found.group(2)):
+            count += int(found.group(1))
+    return count, int(total_match.group(1))
 
 
 def _excerpt(text: str) -> str:
@@ -114,7 +138,10 @@ def _build(*, rule: catalogue.Rule, matches: Sequence[matching.Match]) -> _Score
         for obs in observations[:MAX_EVIDENCE_PER_FINDING]
     )
     count = f" ({len(observations)} observations)" if len(observations) > 1 else ""
-    summary = f"{rule.title}{count}: {_one_line(first.text or matching.searchable_text(observation=first))}"
+    shares = [node_share(rule=rule, text=matching.searchable_text(observation=obs)) for obs in observations]
+    nodes, total = max(shares, default=(0, 0))
+    share = f"; {nodes} of {total} nodes" if total and nodes else ""
+    summary = f"{rule.title}{share}{count}: {_one_line(first.text or matching.searchable_text(observation=first))}"
     finding = findings.Finding(
         layer=rule.layer,
         rule=rule.id,
@@ -125,7 +152,12 @@ def _build(*, rule: catalogue.Rule, matches: Sequence[matching.Match]) -> _Score
         scope=derive_scope(rule=rule, observations=observations),
         subject=_subjects(observations),
     )
-    return _Scored(finding=finding, rule=rule, confidence=max(match.confidence for match in matches))
+    return _Scored(
+        finding=finding,
+        rule=rule,
+        confidence=max(match.confidence for match in matches),
+        share=nodes / total if total else 0.0,
+    )
 
 
 def _link_symptoms(scored: list[_Scored]) -> list[_Scored]:
@@ -236,6 +268,8 @@ def diagnose_observations(
         ]
     )
     scored.sort(key=lambda item: (item.finding.caused_by is not None, item.rule.is_symptom, -item.score))
+    if scored:
+        unexplained = [obs for obs in unexplained if obs.kind not in STATUS_KINDS]
     return report.Diagnosis(
         verdict=_verdict(scored=scored, unexplained=len(unexplained)),
         findings=tuple(item.finding for item in scored),
