@@ -14,7 +14,20 @@ _TROUBLE = re.compile(
     re.IGNORECASE,
 )
 _NORMAL_WAITING = {"containercreating", "podinitializing", ""}
-_HEALTHY = {"ok", "pass", "passed", "skip", "healthy", "active", "linkup", "up", "true", "ready", "idle", "allocated"}
+_HEALTHY = {
+    "ok",
+    "pass",
+    "passed",
+    "skip",
+    "healthy",
+    "active",
+    "linkup",
+    "up",
+    "true",
+    "ready",
+    "idle",
+    "allocated",
+}
 _BAD_SLURM_JOB = re.compile(
     r"fail|oom|out_of_memory|timeout|cancel|preempt|boot_fail|deadline", re.IGNORECASE
 )

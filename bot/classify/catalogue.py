@@ -97,7 +97,9 @@ def _structured(*, rule_id: str, raw: Mapping[str, Any]) -> Structured:
     kinds = raw.get("kind") or []
     return Structured(
         kinds=tuple(str(kind) for kind in (kinds if isinstance(kinds, list) else [kinds])),
-        fields=tuple(_field_condition(rule_id=rule_id, name=str(name), spec=spec) for name, spec in specs.items()),
+        fields=tuple(
+            _field_condition(rule_id=rule_id, name=str(name), spec=spec) for name, spec in specs.items()
+        ),
     )
 
 

@@ -141,7 +141,9 @@ def _build(*, rule: catalogue.Rule, matches: Sequence[matching.Match]) -> _Score
     shares = [node_share(rule=rule, text=matching.searchable_text(observation=obs)) for obs in observations]
     nodes, total = max(shares, default=(0, 0))
     share = f"; {nodes} of {total} nodes" if total and nodes else ""
-    summary = f"{rule.title}{share}{count}: {_one_line(first.text or matching.searchable_text(observation=first))}"
+    summary = (
+        f"{rule.title}{share}{count}: {_one_line(first.text or matching.searchable_text(observation=first))}"
+    )
     finding = findings.Finding(
         layer=rule.layer,
         rule=rule.id,
@@ -174,7 +176,8 @@ def _link_symptoms(scored: list[_Scored]) -> list[_Scored]:
     for item in scored:
         if item.rule.explained_by:
             explainer = next(
-                (root for root in roots if root.rule.layer in item.rule.explained_by and root is not item), None
+                (root for root in roots if root.rule.layer in item.rule.explained_by and root is not item),
+                None,
             )
             if explainer is not None:
                 finding = dataclasses.replace(item.finding, caused_by=explainer.rule.id)

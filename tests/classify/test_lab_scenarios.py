@@ -11,16 +11,17 @@ from pathlib import Path
 import pytest
 
 from bot.classify import CONFIDENT
+from bot.config import Settings
 
 scenarios = pytest.importorskip("bot.lab.scenarios", reason="the lab (snapshot branch) is not merged yet")
-kube_lab = pytest.importorskip("tests.support.kube_lab", reason="the lab server (snapshot branch) is not merged yet")
+kube_lab = pytest.importorskip(
+    "tests.support.kube_lab", reason="the lab server (snapshot branch) is not merged yet"
+)
 diagnose = pytest.importorskip("bot.diagnose", reason="the snapshot entry point is not merged yet")
 
 
 @pytest.mark.parametrize("name", list(scenarios.SCENARIOS))
 def test_each_lab_scenario_gets_its_layer_and_is_never_confidently_wrong(name: str, tmp_path: Path) -> None:
-    from bot.config import Settings  # noqa: PLC0415
-
     with kube_lab.running_lab(tmp_path=tmp_path, scenario=name) as lab:
         scenario = lab.scenario
         report = diagnose.diagnose(target=scenario.target, settings=Settings(KUBECONFIG=str(lab.kubeconfig)))
