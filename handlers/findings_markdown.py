@@ -15,10 +15,13 @@ def verdict_line(*, verdict: findings.Verdict) -> str:
     return f"Verdict: {verdict.layer.value}{scope} (confidence {verdict.confidence:.2f}). {verdict.summary}"
 
 
+UNCLASSIFIED = "no layer"
+
+
 def findings_by_layer(
     *, items: tuple[findings.Finding, ...], first: findings.Layer | None
 ) -> list[tuple[str, list[findings.Finding]]]:
-    """Findings grouped by layer, the verdict's layer first, then the seeds' order."""
+    """Findings grouped by layer, the verdict's layer first, then the seeds' order; layerless ones last."""
     order = ([first.value] if first else []) + [
         name for name in LAYER_ORDER if not first or name != first.value
     ]
@@ -27,6 +30,9 @@ def findings_by_layer(
         members = [item for item in items if item.layer is not None and item.layer.value == name]
         if members:
             groups.append((name, members))
+    layerless = [item for item in items if item.layer is None]
+    if layerless:
+        groups.append((UNCLASSIFIED, layerless))
     return groups
 
 

@@ -209,3 +209,29 @@ def test_verdict_without_findings_is_still_a_valid_message() -> None:
     )
     rendered = findings_blocks.render_findings(snapshot=snapshot, incident_key="INC-0")
     assert findings_blocks.validate_blocks(rendered.blocks) == []
+
+
+def test_findings_without_a_layer_are_shown_last_and_never_dropped() -> None:
+    snapshot = _snapshot([observation(kind="log_line", text=TRT)])
+    extra = findings.Finding(
+        layer=None,
+        rule="snapshot.api_group_missing",
+        severity=findings.Severity.MEDIUM,
+        summary="the cluster does not serve kueue.x-k8s.io",
+        evidence=(),
+        next_step="kubectl get crd",
+    )
+    snapshot = report.SnapshotReport(
+        target=snapshot.target,
+        target_kind="k8s-job",
+        taken_at=AT,
+        elapsed_ms=1,
+        verdict=snapshot.verdict,
+        findings=(*snapshot.findings, extra),
+        collectors=(),
+    )
+    rendered = findings_blocks.render_findings(snapshot=snapshot, incident_key="INC-4")
+    headers = [block["text"]["text"] for block in rendered.blocks if block["type"] == "header"][1:]
+    assert headers[-1] == "no layer (1)"
+    assert "kueue.x-k8s.io" in _all_text(rendered.blocks)
+    assert findings_blocks.validate_blocks(rendered.blocks) == []
