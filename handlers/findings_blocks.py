@@ -121,7 +121,8 @@ def _actions(*, incident_key: str) -> dict[str, Any]:
     value = incident_key[:MAX_ACTION_VALUE]
     return {
         "type": "actions",
-        "block_id": "findings_actions",
+        # Same convention as the records area's assign_owner handler, which reads the key from block_id.
+        "block_id": f"assign_{value}"[:MAX_BLOCK_ID],
         "elements": [
             {
                 "type": "button",

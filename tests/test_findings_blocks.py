@@ -69,6 +69,7 @@ def test_buttons_carry_the_incident_key_with_the_agreed_action_ids() -> None:
     )
     actions = rendered.blocks[-1]
     assert actions["type"] == "actions"
+    assert actions["block_id"] == "assign_INC-7"
     assert [(item["action_id"], item["value"]) for item in actions["elements"]] == [
         ("rerun_snapshot", "INC-7"),
         ("assign_owner", "INC-7"),
