@@ -54,8 +54,8 @@ def register(app: typer.Typer) -> None:
                 err=True,
             )
             raise typer.Exit(code=2)
-        for raw in sys.stdin:
-            line = raw.rstrip("\n")
+        for raw in sys.stdin.buffer:
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
             if not line.strip():
                 continue
             typer.echo(render_line(text=line, output=output))

@@ -45,3 +45,10 @@ def test_an_unknown_format_is_refused_with_a_clear_message() -> None:
     result = _run("--format", "yaml", stdin=LINES)
     assert result.exit_code != 0
     assert "yaml" in result.output
+
+
+def test_bytes_that_are_not_utf8_are_replaced_not_fatal() -> None:
+    _register_all()
+    result = CliRunner().invoke(app, ["classify", "--format", "json"], input=b"\xff\xfe OOMKilled\n")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["layer"] == "runtime"

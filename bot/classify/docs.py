@@ -17,7 +17,8 @@ case-insensitive regex on the text second. When several rules match one observat
 priority picks the layer; `fallback` rules stand only when nothing more specific in their layer matched.
 A **symptom** never becomes a second verdict: it is reported `caused_by` the strongest cause in a layer
 that can explain it. Evidence no rule explains gives `layer: null` and is listed as unexplained.
-Verdict confidence at or above {confident} is "confident".
+Verdict confidence at or above {confident} is "confident". Regex rules read the first {head} and the last
+{tail} characters of a text (one pathological line cannot stall a snapshot); structured fields are read whole.
 
 Layers: scheduler (admission, placement, queueing), runtime (containers, processes, nodes, GPUs),
 workflow (conversion artifacts, serving routes, benchmarks), fabric (collectives, RDMA/IB, NVLink,
@@ -82,8 +83,9 @@ def _rule_section(rule: catalogue.Rule) -> list[str]:
 def render(*, rules: tuple[catalogue.Rule, ...]) -> str:
     """The whole document, grouped by layer in the seeds' order."""
     from bot.classify.engine import CONFIDENT
+    from bot.classify.matching import MATCH_HEAD_CHARS, MATCH_TAIL_CHARS
 
-    lines = [HEADER.format(confident=CONFIDENT)]
+    lines = [HEADER.format(confident=CONFIDENT, head=MATCH_HEAD_CHARS, tail=MATCH_TAIL_CHARS)]
     lines.append("| rule | layer | role | severity |")
     lines.append("|---|---|---|---|")
     lines += [f"| `{rule.id}` | {rule.layer.value} | {rule.role} | {rule.severity.value} |" for rule in rules]

@@ -35,14 +35,26 @@ class Match:
         return min(1.0, self.rule.confidence + bonus)
 
 
+# Regex rules read a bounded window, so one pathological multi-megabyte line cannot stall a snapshot:
+# the head (where messages state their error) and the tail (where stack traces end). Fields are never cut.
+MATCH_HEAD_CHARS = 6144
+MATCH_TAIL_CHARS = 2048
+
+
+def _window(text: str) -> str:
+    if len(text) <= MATCH_HEAD_CHARS + MATCH_TAIL_CHARS:
+        return text
+    return f"{text[:MATCH_HEAD_CHARS]} … {text[-MATCH_TAIL_CHARS:]}"
+
+
 def searchable_text(*, observation: findings.Observation) -> str:
-    """The observation's line plus any textual field values, for regex rules."""
+    """The observation's line plus any textual field values, for regex rules (bounded window)."""
     parts = [observation.text]
     for name in TEXT_FIELDS:
         value = observation.fields.get(name)
         if isinstance(value, str) and value and value not in observation.text:
             parts.append(value)
-    return " | ".join(part for part in parts if part)
+    return _window(" | ".join(part for part in parts if part))
 
 
 def _as_number(value: Any) -> float | None:
@@ -92,12 +104,16 @@ def _structured_holds(*, alternative: catalogue.Structured, observation: finding
     return all(_condition_holds(condition=item, fields=observation.fields) for item in alternative.fields)
 
 
-def match_rule(*, rule: catalogue.Rule, observation: findings.Observation) -> Match | None:
+def match_rule(
+    *, rule: catalogue.Rule, observation: findings.Observation, text: str | None = None
+) -> Match | None:
     """Structured match when any alternative's kind and fields agree; otherwise the text regex."""
     if any(_structured_holds(alternative=item, observation=observation) for item in rule.structured):
         return Match(rule=rule, observation=observation, matched_on=MatchedOn.FIELDS)
-    if rule.text is not None and rule.text.search(searchable_text(observation=observation)):
-        return Match(rule=rule, observation=observation, matched_on=MatchedOn.TEXT)
+    if rule.text is not None:
+        haystack = searchable_text(observation=observation) if text is None else text
+        if rule.text.search(haystack):
+            return Match(rule=rule, observation=observation, matched_on=MatchedOn.TEXT)
     return None
 
 
@@ -111,7 +127,10 @@ def best_matches(
     FailedScheduling message naming both capacity and taints yields both findings. `fallback` rules
     (the un-itemised catch-alls) only stand when nothing more specific in their layer matched.
     """
-    matches = [match for rule in rules if (match := match_rule(rule=rule, observation=observation))]
+    text = searchable_text(observation=observation)
+    matches = [
+        match for rule in rules if (match := match_rule(rule=rule, observation=observation, text=text))
+    ]
     if not matches:
         return ()
     matches.sort(key=lambda item: (-item.rule.priority, item.rule.is_symptom, item.rule.id))

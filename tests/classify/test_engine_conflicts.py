@@ -178,3 +178,10 @@ def test_competing_roots_in_two_layers_lower_the_confidence() -> None:
     )
     assert both.verdict.confidence < alone.verdict.confidence
     assert "competing evidence" in both.verdict.summary
+
+
+def test_an_error_at_the_end_of_a_huge_line_is_still_found() -> None:
+    line = "step " * 200_000 + IB_ERROR
+    diagnosis = diagnose_observations([observation(kind="log_line", text=line)])
+    assert diagnosis.verdict.layer is findings.Layer.FABRIC
+    assert "more chars in the snapshot" in diagnosis.findings[0].evidence[0].excerpt
