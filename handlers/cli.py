@@ -14,14 +14,16 @@ app = typer.Typer(
 
 def _register_all() -> None:
     """Each area module exposes `register(app)`; keeping them apart keeps modules small."""
-    from handlers import cli_incidents  # noqa: PLC0415
-    from handlers import cli_triage  # noqa: PLC0415
+    from handlers import (  # noqa: PLC0415
+        cli_classify,
+        cli_fabric,
+        cli_incidents,
+        cli_records,
+        cli_triage,
+    )
 
-    for module in (cli_incidents, cli_triage):
+    for module in (cli_incidents, cli_triage, cli_fabric, cli_classify, cli_records):
         module.register(app)
-    from handlers import cli_fabric  # noqa: PLC0415
-
-    cli_fabric.register(app)
 
 
 def main() -> None:

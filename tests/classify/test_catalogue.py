@@ -1,0 +1,79 @@
+"""The rule catalogue is valid data: every rule complete, unique, and rejected loudly when malformed."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot import findings
+from bot.classify import catalogue
+
+
+def _raw(**overrides):
+    base = {
+        "id": "x.rule",
+        "layer": "runtime",
+        "title": "A rule",
+        "severity": "high",
+        "cites": "a log line",
+        "next": "kubectl logs x",
+        "match": {"text": "boom"},
+    }
+    base.update(overrides)
+    return base
+
+
+def test_the_packaged_catalogue_covers_every_layer_with_unique_ids() -> None:
+    rules = catalogue.load_rules()
+    assert {rule.layer for rule in rules} == set(findings.Layer)
+    assert len({rule.id for rule in rules}) == len(rules)
+    assert all(rule.id.startswith(rule.layer.value + ".") for rule in rules)
+
+
+def test_every_rule_says_what_evidence_it_cites_and_what_to_run_next() -> None:
+    for rule in catalogue.load_rules():
+        assert rule.cites and rule.next_step and rule.title, rule.id
+        assert rule.structured or rule.text is not None, rule.id
+
+
+def test_symptoms_say_which_layers_can_explain_them() -> None:
+    symptoms = [rule for rule in catalogue.load_rules() if rule.is_symptom]
+    assert symptoms
+    assert all(rule.explained_by for rule in symptoms)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"layer": "network"}, "rule x.rule"),
+        ({"match": {}}, "needs fields or text"),
+        ({"match": {"text": "("}}, "invalid regex"),
+        ({"role": "symptom"}, "must say which layers"),
+        ({"next": ""}, "missing"),
+        ({"confidence": 1.5}, "confidence"),
+        ({"match": {"fields": {"ratio": {"about": 3}}}}, "unknown comparison"),
+    ],
+)
+def test_a_malformed_rule_is_rejected_with_its_id_and_reason(overrides, message) -> None:
+    with pytest.raises(catalogue.CatalogueError, match=message):
+        catalogue.parse_rules(documents=[_raw(**overrides)])
+
+
+def test_duplicate_ids_are_rejected() -> None:
+    with pytest.raises(catalogue.CatalogueError, match="duplicate"):
+        catalogue.parse_rules(documents=[_raw(), _raw()])
+
+
+def test_field_conditions_compare_numbers_and_values() -> None:
+    from bot.classify import matching
+    from tests.classify.observations import observation
+
+    [rule] = catalogue.parse_rules(
+        documents=[_raw(match={"kind": ["fabric_probe"], "fields": {"ratio": {"lt": 0.8}, "path": ["a-b"]}})]
+    )
+    assert matching.match_rule(
+        rule=rule, observation=observation(kind="fabric_probe", ratio="0.5", path="A-B")
+    )
+    assert not matching.match_rule(
+        rule=rule, observation=observation(kind="fabric_probe", ratio=0.9, path="a-b")
+    )
+    assert not matching.match_rule(rule=rule, observation=observation(kind="event", ratio=0.5, path="a-b"))

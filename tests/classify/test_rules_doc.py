@@ -1,0 +1,21 @@
+"""docs/rules.md is exactly what the catalogue generates: the documentation cannot drift."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.classify import catalogue, docs
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
+
+
+def test_the_committed_rules_doc_equals_the_generated_one() -> None:
+    generated = docs.render(rules=catalogue.load_rules())
+    assert DOC.read_text(encoding="utf-8") == generated, "run: python -m bot.classify.docs > docs/rules.md"
+
+
+def test_the_doc_lists_every_rule_with_its_next_step() -> None:
+    text = docs.render(rules=catalogue.load_rules())
+    for rule in catalogue.load_rules():
+        assert f"### `{rule.id}`" in text
+    assert "next step" in text
