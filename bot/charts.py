@@ -8,9 +8,9 @@ import matplotlib
 
 matplotlib.use("Agg")  # headless: the bot runs without a display
 
-from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.figure import Figure
 
-from bot.changes import ChangeView, window_shows_benefit  # noqa: E402
+from bot.changes import ChangeView, window_shows_benefit
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

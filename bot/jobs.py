@@ -318,7 +318,7 @@ class JobRunner:
                 continue
             try:
                 result = handler(JobContext(job=job, store=self._store, now=self._store.clock()))
-            except Exception as error:  # noqa: BLE001 - one bad job must not stop the others
+            except Exception as error:
                 log.exception("scheduled job %s (%s) failed", job.id, job.kind)
                 give_up = job.attempts >= self._max_attempts
                 self._store.fail(
@@ -355,7 +355,7 @@ class JobScheduler:
     def _poll(self) -> None:
         try:
             self._runner.run_due()
-        except Exception:  # noqa: BLE001 - a database hiccup must not kill the polling loop
+        except Exception:
             log.exception("polling scheduled jobs failed")
 
     def start(self) -> None:

@@ -451,7 +451,7 @@ def _environment() -> jinja2.Environment:
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(folder)),
         undefined=jinja2.StrictUndefined,
-        autoescape=False,  # Markdown, not HTML  # noqa: S701
+        autoescape=False,  # Markdown, not HTML
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
