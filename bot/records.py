@@ -437,7 +437,7 @@ def _utc(value: object) -> str:
         return GAP
     if isinstance(value, str):
         try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            value = datetime.fromisoformat(value)
         except ValueError:
             return value
     if isinstance(value, datetime):

@@ -97,19 +97,19 @@ def measured_change() -> ChangeView:
 
 
 def incident(**overrides: object) -> IncidentData:
-    fields: dict[str, object] = dict(
-        key="INC-0001",
-        title="llama-ft stuck Pending",
-        target="k8s:train/llama-ft",
-        severity="high",
-        status="resolved",
-        opened_at=OPENED,
-        opened_by="U_ALICE",
-        channel="C_INCIDENTS",
-        resolved_at=OPENED + timedelta(hours=2, minutes=5),
-        roles=(RoleEntry(role="commander", user="U_ALICE"), RoleEntry(role="owner", user="U_BOB"),
+    fields: dict[str, object] = {
+        "key": "INC-0001",
+        "title": "llama-ft stuck Pending",
+        "target": "k8s:train/llama-ft",
+        "severity": "high",
+        "status": "resolved",
+        "opened_at": OPENED,
+        "opened_by": "U_ALICE",
+        "channel": "C_INCIDENTS",
+        "resolved_at": OPENED + timedelta(hours=2, minutes=5),
+        "roles": (RoleEntry(role="commander", user="U_ALICE"), RoleEntry(role="owner", user="U_BOB"),
                RoleEntry(role="owner:fabric", user="U_CAROL")),
-        timeline=(
+        "timeline": (
             TimelineItem(at=OPENED, kind="opened", actor="U_ALICE", text="Incident opened for k8s:train/llama-ft"),
             TimelineItem(at=OPENED + timedelta(minutes=5), kind="note", actor="U_BOB",
                          text="root cause: quota for team train lowered to 8 GPUs by the nightly policy sync"),
@@ -122,17 +122,17 @@ def incident(**overrides: object) -> IncidentData:
             TimelineItem(at=OPENED + timedelta(minutes=101), kind="note", actor="U_BOB",
                          text="next: confirm the policy sync no longer rewrites quotas"),
         ),
-        snapshots=(snapshot_report(taken_at=OPENED + timedelta(minutes=1), failing=True).to_dict(include_observations=True),),
-        changes=(measured_change(),),
-        prevention=(
+        "snapshots": (snapshot_report(taken_at=OPENED + timedelta(minutes=1), failing=True).to_dict(include_observations=True),),
+        "changes": (measured_change(),),
+        "prevention": (
             PreventionView(id=1, incident_key="INC-0001", description="Alert when team quota drops by >25%",
                            owner="U_CAROL", due_on=date(2026, 12, 1), guardrail_check="quota-diff CI job fails on a drop",
                            status="open", created_at=OPENED + timedelta(hours=2), completed_at=None),
         ),
-        validations=(
+        "validations": (
             {"change_id": 1, "window": "+15m", "reproduces": True, "still_reproducing_rules": ["k8s.pending.insufficient_gpu"],
              "original_rules": ["k8s.pending.insufficient_gpu"], "taken_at": "2026-11-20T14:37:00+00:00"},
         ),
-    )
+    }
     fields.update(overrides)
     return IncidentData(**fields)  # type: ignore[arg-type]

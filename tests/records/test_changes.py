@@ -11,19 +11,19 @@ from bot.changes import ChangeError, ChangeService, ChangeState, parse_value_wit
 
 
 def propose(service: ChangeService, **overrides: object):
-    fields = dict(
-        incident_key="INC-0001",
-        what="Raise NCCL_IB_QPS_PER_CONNECTION from 1 to 4",
-        variable="NCCL_IB_QPS_PER_CONNECTION",
-        expected_effect="all-reduce bus bandwidth back above 180 GB/s",
-        metric="busbw",
-        rollback_plan="set NCCL_IB_QPS_PER_CONNECTION=1 and restart the job",
-        approved_by="U_LEAD",
-        proposed_by="U_ALICE",
-        unit="GB/s",
-        baseline=120.0,
-        threshold=180.0,
-    )
+    fields = {
+        "incident_key": "INC-0001",
+        "what": "Raise NCCL_IB_QPS_PER_CONNECTION from 1 to 4",
+        "variable": "NCCL_IB_QPS_PER_CONNECTION",
+        "expected_effect": "all-reduce bus bandwidth back above 180 GB/s",
+        "metric": "busbw",
+        "rollback_plan": "set NCCL_IB_QPS_PER_CONNECTION=1 and restart the job",
+        "approved_by": "U_LEAD",
+        "proposed_by": "U_ALICE",
+        "unit": "GB/s",
+        "baseline": 120.0,
+        "threshold": 180.0,
+    }
     fields.update(overrides)
     return service.propose(**fields)
 

@@ -37,8 +37,8 @@ def world(sqlite_engine, clock):
     handlers = build_handlers(notifier=notifier, directory=directory, revalidator=revalidator,
                               prevention=prevention, change_lookup=lambda change_id: changes.get(change_id=change_id))
     runner = JobRunner(store=store, handlers=handlers, instance_id="test")
-    return type("World", (), dict(notifier=notifier, directory=directory, revalidator=revalidator, store=store,
-                                  changes=changes, prevention=prevention, runner=runner, clock=clock))
+    return type("World", (), {"notifier": notifier, "directory": directory, "revalidator": revalidator, "store": store,
+                                  "changes": changes, "prevention": prevention, "runner": runner, "clock": clock})
 
 
 def test_severity_sets_the_reminder_interval() -> None:
