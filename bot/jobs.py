@@ -358,6 +358,11 @@ class JobScheduler:
         except Exception:
             log.exception("polling scheduled jobs failed")
 
+    @property
+    def running(self) -> bool:
+        """Whether the polling thread is alive (the readiness probe asks)."""
+        return bool(self._scheduler.running)
+
     def start(self) -> None:
         """Begin polling in a background thread."""
         self._scheduler.start()
