@@ -216,10 +216,12 @@ def _subcommands(area: RecordsArea) -> list[Subcommand]:
     def run_resolve(ctx: CommandContext) -> None:
         incident, words = _incident_and_words(ctx)
         _require_commander(ctx.services, incident, actor=ctx.user_id, action="resolve")
-        updated = ctx.services.incidents.set_status(incident_key=incident.key, status="resolved", actor=ctx.user_id)
+        if incident.status == "resolved":
+            raise UsageError(f"{incident.key} is already resolved.")
         if words:
             ctx.services.incidents.add_note(incident_key=incident.key, text="remediation: " + " ".join(words),
                                             actor=ctx.user_id)
+        updated = ctx.services.incidents.set_status(incident_key=incident.key, status="resolved", actor=ctx.user_id)
         area.jobs.cancel(kind=JobKind.UPDATE_REMINDER, incident_key=incident.key)
         _post(ctx.client, updated, text=f"<@{ctx.user_id}> resolved {updated.key}. Write the postmortem?",
               blocks_=[blocks.section(f"<@{ctx.user_id}> resolved *{updated.key}*. A resolved incident is not "
