@@ -1,8 +1,15 @@
-"""Terminal subcommands for the incident lifecycle (demo, serve, manifest, db); filled by the foundation."""
+"""Terminal subcommands for the incident lifecycle: demo, serve, manifest, db upgrade, version."""
 
 from __future__ import annotations
 
+import logging
+import threading
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+DEFAULT_DEMO_DIR = Path("triage-demo")
 
 
 def register(app: typer.Typer) -> None:
@@ -11,6 +18,113 @@ def register(app: typer.Typer) -> None:
     @app.command("version")
     def version() -> None:
         """Print the installed version."""
-        from importlib.metadata import version as installed_version  # noqa: PLC0415
+        from importlib.metadata import version as installed_version
 
         typer.echo(installed_version("triage-bot"))
+
+    @app.command("demo")
+    def demo(
+        out: Annotated[
+            Path, typer.Option("--out", help="Where to write the handoff and postmortem.")
+        ] = DEFAULT_DEMO_DIR,
+    ) -> None:
+        """Play one incident locally; write its handoff and postmortem."""
+        from rich.console import Console
+
+        from handlers import demo_play
+
+        logging.basicConfig(level=logging.WARNING)
+        demo_play.play(out_dir=out, console=Console())
+
+    @app.command("serve")
+    def serve(
+        port: Annotated[int | None, typer.Option("--port", help="HTTP port (default PORT or 3000).")] = None,
+        host: Annotated[str, typer.Option("--host", help="Interface to bind.")] = "0.0.0.0",
+        migrate: Annotated[bool, typer.Option(help="Run database migrations first.")] = True,
+    ) -> None:
+        """Run the Slack bot (HTTP, or Socket Mode with SLACK_APP_TOKEN)."""
+        _serve(port=port, host=host, migrate=migrate)
+
+    @app.command("manifest")
+    def manifest(
+        url: Annotated[
+            str | None, typer.Option("--url", help="Public base URL of `serve` (HTTP mode).")
+        ] = None,
+        socket_mode: Annotated[bool, typer.Option("--socket-mode", help="Manifest for Socket Mode.")] = False,
+    ) -> None:
+        """Print the Slack app manifest (YAML) to create the app."""
+        from handlers.manifest import manifest_yaml
+
+        typer.echo(manifest_yaml(base_url=url, socket_mode=socket_mode), nl=False)
+
+    db_app = typer.Typer(help="Database schema (alembic migrations).", no_args_is_help=True)
+
+    @db_app.command("upgrade")
+    def upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")] = "head") -> None:
+        """Migrate DATABASE_URL to the latest schema."""
+        from bot.config import load_settings
+        from storage import db
+
+        settings = load_settings()
+        db.upgrade(url=settings.database_url, revision=revision)
+        typer.echo(f"database at {revision}: {_redacted(settings.database_url)}")
+
+    app.add_typer(db_app, name="db", help="Database schema migrations (db upgrade).")
+
+
+def _redacted(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _production_diagnoser() -> object | None:
+    """The cluster diagnoser from bot.diagnose when that area is installed."""
+    try:
+        from bot import diagnose  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return getattr(diagnose, "diagnose", None)
+
+
+def _serve(*, port: int | None, host: str, migrate: bool) -> None:
+    from bot.config import load_settings
+    from bot.incidents import IncidentService
+    from handlers import server as http_server
+    from handlers.services import Services
+    from handlers.slack_app import build_app
+    from storage import db
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = load_settings()
+    socket_mode = bool(settings.slack_app_token)
+    if not settings.slack_bot_token or not (socket_mode or settings.slack_signing_secret):
+        typer.echo(
+            "Set SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET (HTTP mode), or SLACK_BOT_TOKEN and SLACK_APP_TOKEN "
+            "(Socket Mode). `triage-bot manifest` prints the Slack app to create; the README walks through it.",
+            err=True,
+        )
+        raise typer.Exit(code=2)
+    if migrate:
+        db.upgrade(url=settings.database_url)
+    diagnoser = _production_diagnoser()
+    services = Services(
+        settings=settings,
+        incidents=IncidentService(engine=db.make_engine(url=settings.database_url), diagnoser=diagnoser),  # type: ignore[arg-type]
+        diagnoser=diagnoser,  # type: ignore[arg-type]
+    )
+    app = build_app(settings=settings, services=services)
+    wsgi = http_server.make_wsgi_app(app=app, services=services)
+    bind_port = port if port is not None else settings.port
+    server = http_server.create_server(wsgi_app=wsgi, host=host, port=bind_port)
+    if socket_mode:
+        from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+        threading.Thread(target=server.run, name="triage-bot-http", daemon=True).start()
+        typer.echo(f"Socket Mode; health and metrics on http://{host}:{server.effective_port}")
+        SocketModeHandler(app, settings.slack_app_token).start()
+        return
+    typer.echo(
+        f"HTTP mode: Slack request URL path {http_server.EVENTS_PATH} on http://{host}:{server.effective_port}"
+    )
+    server.run()

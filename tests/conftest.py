@@ -1,3 +1,3 @@
 """Fixtures shared across areas; each area's helpers live in tests/support/<topic>.py."""
 
-pytest_plugins = ["tests.support.postgres"]
+pytest_plugins = ["tests.support.postgres", "tests.support.storage", "tests.support.slack"]

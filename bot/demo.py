@@ -1,0 +1,150 @@
+"""The demo incident as plain core logic: who types what, and a clearly labelled minimal diagnoser.
+
+The edge (handlers/demo_play.py) plays these steps through the real Slack app; nothing here knows Slack.
+When the lab from "Bounded diagnostic snapshot" exists (`bot.diagnose.lab_diagnoser`) the demo uses it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from datetime import timedelta
+
+from bot import findings
+from bot.config import Settings
+from bot.report import Diagnoser, SnapshotReport
+from bot.targets import Target
+
+MINIMAL_LABEL = "minimal demo cluster"
+DEFAULT_TARGET = "ml/train-llama"
+CHANNEL_ID = "C0DEMOINC"
+COMMANDER = "U0ALICE"
+OWNER = "U0BOB"
+SCRIBE = "U0CAROL"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DemoStep:
+    """One slash command a responder types, and why (printed as a caption)."""
+
+    user_id: str
+    text: str
+    caption: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DemoDiagnoser:
+    """Which diagnoser the demo uses, what to call it on screen, and which workload it knows."""
+
+    diagnoser: Diagnoser
+    label: str
+    target: str
+
+
+def minimal_diagnoser(*, target: Target, settings: Settings) -> SnapshotReport:
+    """A stand-in cluster with one OOM-killed trainer: a real-looking runtime finding, labelled as such."""
+    del settings
+    now = findings.utcnow()
+    pod = f"{target.name}-worker-0"
+    command = f"kubectl get pod -n {target.namespace or 'default'} {pod} -o jsonpath='{{.status.containerStatuses[0].lastState}}'"
+    observation = findings.Observation(
+        source="kubernetes",
+        kind="container_terminated",
+        subject=pod,
+        text="lastState.terminated: reason=OOMKilled exitCode=137 (limit memory=64Gi)",
+        command=command,
+        observed_at=now - timedelta(seconds=40),
+        fields={"reason": "OOMKilled", "exit_code": 137, "memory_limit": "64Gi"},
+    )
+    evidence = findings.Evidence(
+        source="kubernetes",
+        command=command,
+        excerpt=observation.text,
+        observed_at=observation.observed_at,
+        expected="container running (or Completed, exit 0)",
+        observed="OOMKilled, exit 137, restarted 3 times",
+    )
+    finding = findings.Finding(
+        layer=findings.Layer.RUNTIME,
+        rule="runtime.oom_killed",
+        severity=findings.Severity.HIGH,
+        summary=f"{pod} was OOM-killed (exit 137) at its 64Gi memory limit; the job restarts and fails again.",
+        evidence=(evidence,),
+        next_step="Compare peak RSS with the limit; raise the limit or cut the per-rank batch size.",
+        scope=findings.Scope.WORKLOAD,
+        subject=pod,
+    )
+    verdict = findings.Verdict(
+        layer=findings.Layer.RUNTIME,
+        confidence=0.8,
+        scope=findings.Scope.WORKLOAD,
+        summary=f"Runtime: the trainer exceeds its memory limit ({MINIMAL_LABEL}).",
+    )
+    return SnapshotReport(
+        target=target.key,
+        target_kind="job",
+        taken_at=now,
+        elapsed_ms=12,
+        verdict=verdict,
+        findings=(finding,),
+        collectors=(
+            findings.CollectorReport(
+                name=f"kubernetes ({MINIMAL_LABEL})",
+                outcome=findings.CollectorOutcome.OK,
+                elapsed_ms=12,
+                items=1,
+            ),
+        ),
+        observations=(observation,),
+        placement={
+            "node": "gpu-node-07",
+            "image": "registry.local/train-llama:2.4.1",
+            "gpu": "NVIDIA H100 80GB HBM3",
+        },
+        not_checked=(f"everything beyond one pod: this is the {MINIMAL_LABEL}",),
+    )
+
+
+def pick_diagnoser() -> DemoDiagnoser:
+    """The lab cluster's diagnoser when it exists, else the minimal one (labelled on every output)."""
+    try:
+        module = importlib.import_module("bot.diagnose")
+        lab = module.lab_diagnoser
+    except (ImportError, AttributeError):
+        return DemoDiagnoser(diagnoser=minimal_diagnoser, label=MINIMAL_LABEL, target=DEFAULT_TARGET)
+    return DemoDiagnoser(
+        diagnoser=lab,
+        label=str(getattr(module, "LAB_LABEL", "lab cluster")),
+        target=str(getattr(module, "LAB_DEMO_TARGET", DEFAULT_TARGET)),
+    )
+
+
+def demo_steps(*, target: str) -> list[DemoStep]:
+    """One whole incident, from opening to resolution."""
+    return [
+        DemoStep(
+            user_id=COMMANDER, text=f"job {target}", caption="Alice opens an incident for the failing job"
+        ),
+        DemoStep(
+            user_id=COMMANDER,
+            text=f"assign <@{OWNER}|bob> owner:runtime",
+            caption="Alice makes Bob the runtime owner",
+        ),
+        DemoStep(
+            user_id=COMMANDER, text=f"assign <@{SCRIBE}|carol> scribe", caption="Carol keeps the record"
+        ),
+        DemoStep(user_id=OWNER, text="status identified", caption="Bob confirms the cause"),
+        DemoStep(
+            user_id=OWNER,
+            text="note Raised the trainer memory limit 64Gi -> 96Gi (rollback: re-apply revision 41)",
+            caption="Bob records the change and its rollback",
+        ),
+        DemoStep(user_id=OWNER, text="status mitigated", caption="The job runs again"),
+        DemoStep(
+            user_id=SCRIBE,
+            text="note Two validation windows passed: steps steady, no restarts",
+            caption="Carol records validation",
+        ),
+        DemoStep(user_id=COMMANDER, text="list", caption="Alice checks what is still open"),
+        DemoStep(user_id=COMMANDER, text="status resolved", caption="Alice resolves the incident"),
+    ]

@@ -1,0 +1,149 @@
+"""`triage-bot demo`: play bot/demo.py's incident through the real app, server and Slack stand-in, and
+print every message the bot posted, readably."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import requests
+from rich.console import Console
+from rich.panel import Panel
+from rich.text import Text
+
+from bot import demo, records_basic
+from bot.config import Settings
+from bot.incidents import IncidentService
+from bot.lab.slack_api import BOT_TOKEN, RecordedCall, SlackApiStandIn
+from handlers import server as http_server
+from handlers.services import Services
+from handlers.signing import signature_headers
+from handlers.slack_app import build_app
+from storage import db
+
+SHOWN_METHODS = {
+    "chat.postMessage": "posted",
+    "chat.update": "updated",
+    "chat.postEphemeral": "only you see",
+    "views.open": "opened a view",
+    "files.completeUploadExternal": "uploaded",
+}
+
+
+def _block_text(block: dict[str, Any]) -> Text:
+    kind = block.get("type")
+    if kind == "header":
+        return Text(str(block.get("text", {}).get("text", "")), style="bold")
+    if kind == "section":
+        return Text(str(block.get("text", {}).get("text", "")))
+    if kind == "context":
+        return Text(
+            "  ·  ".join(str(item.get("text", "")) for item in block.get("elements", [])), style="dim"
+        )
+    if kind == "divider":
+        return Text("─" * 40, style="dim")
+    return Text(f"({kind} block)", style="dim")
+
+
+def render_call(call: RecordedCall) -> Panel:
+    """One Slack message as a terminal panel: where it went and what it said."""
+    params = call.params
+    raw_blocks = params.get("blocks")
+    blocks = json.loads(raw_blocks) if isinstance(raw_blocks, str) else (raw_blocks or [])
+    body = (
+        Text("\n").join(_block_text(block) for block in blocks)
+        if blocks
+        else Text(str(params.get("text", "")))
+    )
+    where = f"#{params.get('channel', '?')}"
+    if params.get("thread_ts"):
+        where += " · in thread"
+    if call.method == "chat.postEphemeral":
+        where += f" · only {params.get('user')} sees this"
+    style = "magenta" if call.method == "chat.postEphemeral" else "cyan"
+    return Panel(
+        body,
+        title=f"{SHOWN_METHODS.get(call.method, call.method)} · {where}",
+        title_align="left",
+        border_style=style,
+    )
+
+
+def play(*, out_dir: Path, console: Console) -> list[Path]:
+    """Run the whole demo incident; return the record files written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    choice = demo.pick_diagnoser()
+    database_url = f"sqlite:///{out_dir / 'demo.db'}"
+    (out_dir / "demo.db").unlink(missing_ok=True)
+    secret = secrets.token_hex(16)
+    with SlackApiStandIn() as slack:
+        settings = Settings(
+            SLACK_BOT_TOKEN=BOT_TOKEN,
+            SLACK_SIGNING_SECRET=secret,
+            SLACK_API_URL=slack.base_url,
+            DATABASE_URL=database_url,
+            TRIAGE_SCHEDULER_ENABLED=False,
+        )
+        db.upgrade(url=database_url)
+        engine = db.make_engine(url=database_url)
+        service = IncidentService(engine=engine, diagnoser=choice.diagnoser)
+        services = Services(
+            settings=settings, incidents=service, diagnoser=choice.diagnoser, diagnoser_label=choice.label
+        )
+        app = build_app(settings=settings, services=services)
+        running = http_server.start_in_thread(wsgi_app=http_server.make_wsgi_app(app=app, services=services))
+        console.rule(f"[bold]triage-bot demo[/bold] · diagnoser: {choice.label} · Slack: local stand-in")
+        try:
+            for number, step in enumerate(demo.demo_steps(target=choice.target), start=1):
+                seen = len(slack.calls)
+                console.print(
+                    f"\n[bold yellow]{number}. {step.caption}[/bold yellow]\n   <@{step.user_id}> types "
+                    f"[bold]/triage {step.text}[/bold]"
+                )
+                ack = _send(
+                    url=running.url, secret=secret, user_id=step.user_id, text=step.text, number=number
+                )
+                if ack:
+                    console.print(f"   [dim]ack (only they see): {ack}[/dim]")
+                services.work.wait_idle(timeout=60)
+                for call in slack.calls[seen:]:
+                    if call.method in SHOWN_METHODS:
+                        console.print(render_call(call))
+        finally:
+            running.stop()
+        latest = service.latest()
+        if latest is None:
+            raise RuntimeError("the demo opened no incident")
+        written = records_basic.write_records(service=service, incident_key=latest.key, out_dir=out_dir)
+        engine.dispose()
+    console.rule("[bold]records[/bold]")
+    for path in written:
+        console.print(f"wrote {path}")
+    return written
+
+
+def _send(*, url: str, secret: str, user_id: str, text: str, number: int) -> str:
+    body = urllib.parse.urlencode(
+        {
+            "team_id": "T0LAB",
+            "channel_id": demo.CHANNEL_ID,
+            "channel_name": "incident-demo",
+            "user_id": user_id,
+            "user_name": user_id.lower(),
+            "command": "/triage",
+            "text": text,
+            "api_app_id": "A0TRIAGE",
+            "response_url": "https://hooks.slack.invalid/commands/demo",
+            "trigger_id": f"demo.{number}.{secrets.token_hex(4)}",
+        }
+    )
+    headers = {
+        "Content-Type": "application/x-www-form-urlencoded",
+        **signature_headers(body=body, secret=secret),
+    }
+    response = requests.post(f"{url}/slack/events", data=body.encode(), headers=headers, timeout=30)
+    response.raise_for_status()
+    return response.text.strip()

@@ -1,0 +1,63 @@
+"""Prometheus metrics on a registry of our own (no process-global state), served at /metrics."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+ACK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0)
+
+
+class _OpenIncidents(Collector):
+    """Reads open incidents per severity from the database at scrape time."""
+
+    def __init__(self, *, source: Callable[[], dict[str, int]]) -> None:
+        self._source = source
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "triage_open_incidents", "Open incidents by severity.", labels=["severity"]
+        )
+        try:
+            counts = self._source()
+        except Exception:  # noqa: BLE001 (a scrape must not fail because the database blinked)
+            counts = {}
+        for severity, count in sorted(counts.items()):
+            family.add_metric([severity], count)
+        yield family
+
+
+class BotMetrics:
+    """Commands by name and outcome, ack latency, open incidents by severity."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.commands = Counter(
+            "triage_commands",
+            "Slash subcommands handled, by name and outcome.",
+            ["subcommand", "outcome"],
+            registry=self.registry,
+        )
+        self.ack_latency = Histogram(
+            "triage_ack_latency_seconds",
+            "Time from request dispatch to ack (Slack allows 3 s).",
+            buckets=ACK_BUCKETS,
+            registry=self.registry,
+        )
+        self._open_source: Callable[[], dict[str, int]] | None = None
+        self._lock = threading.Lock()
+
+    def watch_open_incidents(self, source: Callable[[], dict[str, int]]) -> None:
+        """Register the open-incident gauge once a source (the incident service) exists."""
+        with self._lock:
+            if self._open_source is None:
+                self._open_source = source
+                self.registry.register(_OpenIncidents(source=source))
+
+    def count(self, *, subcommand: str, outcome: str) -> None:
+        """One handled subcommand."""
+        self.commands.labels(subcommand=subcommand, outcome=outcome).inc()

@@ -1,0 +1,10 @@
+"""Import every table module so SQLModel.metadata (and alembic) sees the whole schema."""
+
+from __future__ import annotations
+
+from storage import tables_incidents
+from storage.tables_incidents import Incident, ProcessedRequest, RoleAssignment, Snapshot, TimelineEntry
+
+TABLE_MODULES = (tables_incidents,)
+
+__all__ = ["TABLE_MODULES", "Incident", "ProcessedRequest", "RoleAssignment", "Snapshot", "TimelineEntry"]

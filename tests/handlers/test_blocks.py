@@ -1,0 +1,100 @@
+"""Block Kit builders stay inside Slack's limits, and the validator catches blocks that would not."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from bot.config import Settings
+from bot.demo import minimal_diagnoser
+from bot.incidents import IncidentView, RoleView
+from bot.targets import parse_target
+from handlers import blocks
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def _incident(**changes: object) -> IncidentView:
+    values: dict[str, object] = {
+        "key": "INC-0042",
+        "title": "t",
+        "target": "ml/train",
+        "workload_key": "ml/train",
+        "status": "investigating",
+        "severity": None,
+        "verdict_layer": None,
+        "channel_id": "C1",
+        "thread_ts": "1.2",
+        "opened_by": "U1",
+        "opened_at": NOW,
+        "updated_at": NOW,
+        "resolved_at": None,
+        "roles": (RoleView(role="commander", user_id="U1"),),
+    }
+    values.update(changes)
+    return IncidentView(**values)  # type: ignore[arg-type]
+
+
+def test_the_root_message_names_the_incident_status_and_roles() -> None:
+    root = blocks.validate_blocks(blocks.incident_root(incident=_incident()))
+    assert root[0] == blocks.header("INC-0042: ml/train")
+    assert "commander <@U1>" in root[1]["text"]["text"]
+
+
+def test_a_very_long_target_is_clipped_to_the_header_limit() -> None:
+    root = blocks.validate_blocks(blocks.incident_root(incident=_incident(target="x" * 400)))
+    assert len(root[0]["text"]["text"]) == blocks.MAX_HEADER_TEXT
+
+
+def test_findings_of_a_large_report_fit_in_fifty_blocks() -> None:
+    report = minimal_diagnoser(target=parse_target("ml/train"), settings=Settings())
+    many = type(report)(**{**report.__dict__, "findings": report.findings * 80})
+    rendered = blocks.validate_blocks(blocks.snapshot_findings(incident_key="INC-1", report=many))
+    assert len(rendered) <= blocks.MAX_BLOCKS
+    assert "more finding(s)" in str(rendered)
+
+
+def test_the_open_list_of_many_incidents_stays_valid() -> None:
+    incidents = [_incident(key=f"INC-{n:04d}", target=f"ml/train-{n}-" + "y" * 150) for n in range(400)]
+    blocks.validate_blocks(blocks.open_list(incidents=incidents))
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ([blocks.section("x")] * 51, "51 blocks"),
+        ([{"type": "section", "text": {"type": "mrkdwn", "text": "x" * 3001}}], "3001 chars"),
+        ([{"type": "header", "text": {"type": "plain_text", "text": "x" * 151}}], "header text 151"),
+        ([{"type": "header", "text": {"type": "mrkdwn", "text": "x"}}], "plain_text"),
+        (
+            [
+                {
+                    "type": "actions",
+                    "elements": [{"type": "button", "text": {"type": "plain_text", "text": "b" * 76}}],
+                }
+            ],
+            "button",
+        ),
+        (
+            [
+                {
+                    "type": "section",
+                    "text": {"type": "mrkdwn", "text": "ok"},
+                    "accessory": {"type": "button", "text": {"type": "plain_text", "text": "b" * 76}},
+                }
+            ],
+            "button",
+        ),
+        ([{"type": "context", "elements": []}], "context"),
+        ([{"type": "banner"}], "unknown block type"),
+    ],
+)
+def test_the_validator_rejects_what_slack_would(bad: list[dict[str, object]], message: str) -> None:
+    with pytest.raises(blocks.BlockLimitError, match=message):
+        blocks.validate_blocks(bad)
+
+
+def test_builders_clip_instead_of_breaking_limits() -> None:
+    assert len(blocks.section("x" * 5000)["text"]["text"]) == blocks.MAX_SECTION_TEXT
+    assert len(blocks.button(text="b" * 100, action_id="a")["text"]["text"]) == blocks.MAX_BUTTON_TEXT

@@ -1,0 +1,250 @@
+"""The real Bolt app behind the real server, driven by signed HTTP requests, talking to the Slack stand-in."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import requests
+from slack_bolt import App
+
+from bot.lab.slack_api import RecordedCall
+from handlers.commands import CommandContext, Subcommand
+from handlers.services import Services
+from tests.support.slack import BotUnderTest, sign, slash_body
+
+
+def _texts(calls: list[RecordedCall]) -> list[str]:
+    return [str(call.params.get("text", "")) for call in calls]
+
+
+def _blocks(call: RecordedCall) -> list[dict[str, Any]]:
+    raw = call.params.get("blocks") or []
+    return json.loads(raw) if isinstance(raw, str) else raw
+
+
+def test_job_posts_a_root_message_and_threads_the_findings_under_it(bot: BotUnderTest) -> None:
+    response = bot.command("job ml/train-llama")
+    assert response.status_code == 200
+    assert "Opening an incident" in response.text
+    posts = bot.slack.calls_to("chat.postMessage")
+    root, opened, findings = posts
+    assert root.params["channel"] == "C0INC" and "thread_ts" not in root.params
+    assert _blocks(root)[0]["text"]["text"] == "INC-0001: ml/train-llama"
+    root_ts = bot.services.incidents.get(incident_key="INC-0001").thread_ts
+    assert opened.params["thread_ts"] == root_ts and findings.params["thread_ts"] == root_ts
+    assert "commander" in opened.params["text"]
+    assert "runtime.oom_killed" in json.dumps(_blocks(findings))
+    update = bot.slack.calls_to("chat.update")[-1]
+    assert update.params["ts"] == root_ts and "Verdict" in json.dumps(_blocks(update))
+    assert all(call.token == bot.slack.token for call in bot.slack.calls)
+
+
+def test_a_second_job_for_the_same_workload_links_the_open_incident(bot: BotUnderTest) -> None:
+    bot.command("job ml/train-llama")
+    bot.slack.clear()
+    bot.command("job job/ml/train-llama", user_id="U0BOB")
+    assert bot.slack.calls_to("chat.postMessage") == []
+    (ephemeral,) = bot.slack.calls_to("chat.postEphemeral")
+    assert ephemeral.params["user"] == "U0BOB"
+    assert "INC-0001 is already open" in ephemeral.params["text"]
+    assert "archives/C0INC" in ephemeral.params["text"]
+    assert len(bot.services.incidents.list_open()) == 1
+
+
+def test_a_wrong_signature_is_refused_with_401_and_does_nothing(bot: BotUnderTest) -> None:
+    body = slash_body(text="job ml/train-llama")
+    forged = sign(body=body, secret="not-the-secret")
+    response = bot.post(body, headers=forged, signed=False)
+    assert response.status_code == 401
+    unsigned = bot.post(body, signed=False)
+    assert unsigned.status_code == 401
+    assert bot.slack.calls == []
+    assert bot.services.incidents.list_open() == []
+
+
+def test_a_replayed_request_with_an_old_timestamp_is_refused(bot: BotUnderTest) -> None:
+    body = slash_body(text="job ml/train-llama")
+    stale = sign(body=body, timestamp=int(time.time()) - 60 * 10)
+    assert bot.post(body, headers=stale, signed=False).status_code == 401
+    assert bot.services.incidents.list_open() == []
+
+
+def test_a_slack_retry_of_the_same_command_does_not_open_twice_or_post_twice(bot: BotUnderTest) -> None:
+    body = slash_body(text="job ml/train-llama", trigger_id="1234.5678.retry")
+    assert bot.post(body).status_code == 200
+    assert (
+        bot.post(body, headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}).status_code
+        == 200
+    )
+    assert bot.services.work.wait_idle(timeout=30)
+    roots = [call for call in bot.slack.calls_to("chat.postMessage") if "thread_ts" not in call.params]
+    assert len(roots) == 1
+    assert bot.slack.calls_to("chat.postEphemeral") == []
+
+
+def test_an_unknown_subcommand_is_answered_in_the_ack_with_what_to_type(bot: BotUnderTest) -> None:
+    response = bot.command("frobnicate now")
+    assert response.status_code == 200
+    assert "`frobnicate` is not a /triage subcommand" in response.text
+    assert "job" in response.text and "/triage help" in response.text
+    assert bot.slack.calls == []
+
+
+def test_a_malformed_job_id_is_answered_with_the_accepted_forms(bot: BotUnderTest) -> None:
+    response = bot.command("job Bad_Namespace/x")
+    assert "invalid namespace" in response.text and "/triage job <id>" in response.text
+    assert "Traceback" not in response.text
+    assert bot.services.incidents.list_open() == []
+
+
+def test_a_missing_job_id_says_what_to_type(bot: BotUnderTest) -> None:
+    response = bot.command("job")
+    assert "Missing job id" in response.text
+
+
+def test_a_status_in_a_channel_without_an_incident_gets_an_ephemeral_pointer(bot: BotUnderTest) -> None:
+    bot.command("status mitigated", channel_id="C0QUIET")
+    (ephemeral,) = bot.slack.calls_to("chat.postEphemeral")
+    assert ephemeral.params["channel"] == "C0QUIET"
+    assert "no open incident in this channel" in ephemeral.params["text"]
+    assert "/triage job" in ephemeral.params["text"]
+
+
+def test_status_assign_and_note_reply_in_the_thread_and_refresh_the_root(bot: BotUnderTest) -> None:
+    bot.command("job ml/train-llama")
+    root_ts = bot.services.incidents.get(incident_key="INC-0001").thread_ts
+    bot.slack.clear()
+    bot.command("assign <@U0BOB|bob> owner:runtime")
+    bot.command("status identified", user_id="U0BOB")
+    bot.command("note INC-0001 raised the memory limit to 96Gi", user_id="U0BOB")
+    replies = bot.slack.calls_to("chat.postMessage")
+    assert [call.params["thread_ts"] for call in replies] == [root_ts] * 3
+    assert "made <@U0BOB> *owner:runtime*" in replies[0].params["text"]
+    assert "*identified*" in replies[1].params["text"]
+    assert "raised the memory limit to 96Gi" in replies[2].params["text"]
+    updates = bot.slack.calls_to("chat.update")
+    assert len(updates) == 2 and "identified" in json.dumps(_blocks(updates[-1]))
+    kinds = [item.kind for item in bot.services.incidents.timeline("INC-0001")]
+    assert kinds[-3:] == ["assign", "status", "note"]
+
+
+def test_assign_without_a_real_mention_explains_how_to_pick_a_person(bot: BotUnderTest) -> None:
+    response = bot.command("assign @bob owner")
+    assert "@ autocomplete" in response.text
+
+
+def test_list_and_help_answer_only_the_caller(bot: BotUnderTest) -> None:
+    bot.command("job ml/train-llama")
+    bot.slack.clear()
+    bot.command("list", user_id="U0CAROL")
+    bot.command("help", user_id="U0CAROL")
+    listed, helped = bot.slack.calls_to("chat.postEphemeral")
+    assert listed.params["user"] == "U0CAROL" and "INC-0001" in json.dumps(_blocks(listed))
+    assert "/triage assign" in json.dumps(_blocks(helped))
+    assert bot.slack.calls_to("chat.postMessage") == []
+
+
+def test_a_slack_error_on_the_root_message_is_reported_and_the_next_job_posts_it(bot: BotUnderTest) -> None:
+    bot.slack.fail_next("chat.postMessage", error="not_in_channel")
+    bot.command("job ml/train-llama")
+    (ephemeral,) = bot.slack.calls_to("chat.postEphemeral")
+    assert "not_in_channel" in ephemeral.params["text"] and "Traceback" not in ephemeral.params["text"]
+    assert bot.services.incidents.get(incident_key="INC-0001").thread_ts is None
+    bot.command("job ml/train-llama")
+    assert bot.services.incidents.get(incident_key="INC-0001").thread_ts is not None
+    assert len(bot.services.incidents.list_open()) == 1
+
+
+def test_a_rate_limited_call_is_retried_after_retry_after(bot: BotUnderTest) -> None:
+    bot.slack.rate_limit_next("chat.postMessage", retry_after=1)
+    bot.command("job ml/train-llama")
+    posts = bot.slack.calls_to("chat.postMessage")
+    assert len(posts) == 4  # the refused root, its retry, the opening reply, the findings
+    assert posts[0].params == posts[1].params
+    assert bot.services.incidents.get(incident_key="INC-0001").thread_ts is not None
+
+
+def test_a_failing_snapshot_keeps_the_incident_and_says_so_in_the_thread(bot: BotUnderTest) -> None:
+    def broken(**_kwargs: Any) -> Any:
+        raise ConnectionError("cluster unreachable")
+
+    bot.services.diagnoser = broken
+    bot.services.incidents.diagnoser = broken
+    bot.command("job ml/train-llama")
+    assert "The snapshot failed (ConnectionError)" in _texts(bot.slack.calls_to("chat.postMessage"))[-1]
+    assert bot.services.incidents.timeline("INC-0001")[-1].kind == "snapshot_failed"
+
+
+def test_an_unexpected_error_becomes_a_short_ephemeral_with_a_reference(bot: BotUnderTest) -> None:
+    def explode(_ctx: CommandContext) -> None:
+        raise KeyError("internal detail")
+
+    bot.services.subcommands["explode"] = Subcommand(
+        name="explode", usage="explode", summary="test", run=explode
+    )
+    bot.command("explode")
+    (ephemeral,) = bot.slack.calls_to("chat.postEphemeral")
+    assert "failed; nothing was half-saved" in ephemeral.params["text"]
+    assert "internal detail" not in ephemeral.params["text"] and "Traceback" not in ephemeral.params["text"]
+
+
+def test_other_areas_register_subcommands_and_listeners_through_the_hooks(
+    slack_stand_in: Any, bot_database_url: str
+) -> None:
+    from handlers import server as http_server
+    from handlers.slack_app import build_app
+    from tests.support.slack import make_services
+
+    seen: list[str] = []
+
+    def register_handoff(app: App, services: Services) -> None:
+        def run(ctx: CommandContext) -> None:
+            incident, _rest = ctx.incident_and_rest()
+            seen.append(incident.key)
+            ctx.post_in_thread(incident, text=f"handoff for {incident.key}")
+
+        services.subcommands["handoff"] = Subcommand(
+            name="handoff", usage="handoff", summary="write the handoff", run=run
+        )
+
+    services = make_services(database_url=bot_database_url, slack=slack_stand_in, diagnoser=None)
+    services.extra_registrations.append(register_handoff)
+    app = build_app(settings=services.settings, services=services)
+    running = http_server.start_in_thread(wsgi_app=http_server.make_wsgi_app(app=app, services=services))
+    try:
+        harness = BotUnderTest(server=running, slack=slack_stand_in, services=services)
+        harness.command("job ml/x")
+        harness.command("handoff")
+        assert seen == ["INC-0001"]
+        assert "handoff for INC-0001" in _texts(slack_stand_in.calls_to("chat.postMessage"))
+        assert "handoff" in harness.command("nope").text
+    finally:
+        running.stop()
+        services.incidents.engine.dispose()
+
+
+def test_health_readiness_and_metrics_endpoints(bot: BotUnderTest) -> None:
+    bot.command("job ml/train-llama")
+    bot.command("frobnicate")
+    assert requests.get(f"{bot.server.url}/healthz", timeout=5).json() == {"status": "ok"}
+    ready = requests.get(f"{bot.server.url}/readyz", timeout=5)
+    assert ready.status_code == 200 and ready.json()["checks"] == {
+        "database": "ok",
+        "slack": "ok",
+        "scheduler": "ok",
+    }
+    metrics = requests.get(f"{bot.server.url}/metrics", timeout=5).text
+    assert 'triage_commands_total{outcome="ok",subcommand="job"} 1.0' in metrics
+    assert 'triage_commands_total{outcome="rejected",subcommand="frobnicate"} 1.0' in metrics
+    assert 'triage_open_incidents{severity="high"} 1.0' in metrics
+    assert "triage_ack_latency_seconds_count 2.0" in metrics
+    assert requests.get(f"{bot.server.url}/nope", timeout=5).status_code == 404
+
+
+def test_readiness_fails_when_slack_rejects_the_token(bot: BotUnderTest) -> None:
+    bot.slack.fail_next("auth.test", error="invalid_auth")
+    ready = requests.get(f"{bot.server.url}/readyz", timeout=5)
+    assert ready.status_code == 503
+    assert "invalid_auth" in ready.json()["checks"]["slack"]
