@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from datetime import date, datetime, timedelta
 from typing import Any, Protocol
 
-from bot.changes import ChangeView
+from bot.changes import ChangeState, ChangeView
 from bot.jobs import Button, JobContext, JobHandler, JobStore, Notifier
 from bot.prevention import OPEN, PreventionService
 
@@ -110,6 +110,11 @@ def schedule_update_reminder(*, store: JobStore, thread: IncidentThread, now: da
     )
 
 
+def validation_prefix(*, change_id: int) -> str:
+    """The dedupe-key prefix of one change's validation windows."""
+    return f"validation:{change_id}:"
+
+
 def schedule_validation_windows(
     *, store: JobStore, change: ChangeView, applied_at: datetime, offsets: tuple[timedelta, ...] = VALIDATION_OFFSETS
 ) -> list[int]:
@@ -122,7 +127,7 @@ def schedule_validation_windows(
             incident_key=change.incident_key,
             due_at=applied_at + offset,
             payload={"change_id": change.id, "window": label},
-            dedupe_key=f"validation:{change.id}:{label}",
+            dedupe_key=f"{validation_prefix(change_id=change.id)}{label}",
         )
         if job_id is not None:
             queued.append(job_id)
@@ -186,6 +191,8 @@ def build_handlers(
         key = context.job.incident_key or ""
         change = change_lookup(int(context.job.payload["change_id"]))
         window = str(context.job.payload.get("window", ""))
+        if change.state is ChangeState.ROLLED_BACK:
+            return None  # nothing left to validate; kept out of the recurrence check
         thread = directory.thread(incident_key=key)
         outcome = revalidator.revalidate(incident_key=key)
         if outcome.still_reproduces:

@@ -238,19 +238,21 @@ class JobStore:
             )
             return result.rowcount or 0
 
-    def cancel(self, *, kind: str, incident_key: str) -> int:
-        """Close pending jobs of one kind for one incident (e.g. reminders once it is resolved)."""
+    def cancel(self, *, kind: str, incident_key: str, dedupe_prefix: str | None = None) -> int:
+        """Close pending jobs of one kind for one incident (reminders once it is resolved, windows of a
+        rolled-back change when `dedupe_prefix` narrows it)."""
         table = tables.ScheduledJob.__table__
+        conditions = [
+            table.c.kind == kind,
+            table.c.incident_key == incident_key,
+            table.c.done_at.is_(None),
+            table.c.claimed_by.is_(None),
+        ]
+        if dedupe_prefix is not None:
+            conditions.append(table.c.dedupe_key.startswith(dedupe_prefix, autoescape=True))
         with self._engine.begin() as connection:
             result = connection.execute(
-                sqlalchemy.update(table)
-                .where(
-                    table.c.kind == kind,
-                    table.c.incident_key == incident_key,
-                    table.c.done_at.is_(None),
-                    table.c.claimed_by.is_(None),
-                )
-                .values(done_at=self._clock(), last_error="cancelled")
+                sqlalchemy.update(table).where(*conditions).values(done_at=self._clock(), last_error="cancelled")
             )
             return result.rowcount or 0
 

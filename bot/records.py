@@ -145,6 +145,7 @@ class HandoffRecord:
     commands: tuple[CommandEntry, ...]
     expected_vs_observed: tuple[ExpectedObserved, ...]
     changes: tuple[ChangeSummary, ...]
+    noted_changes: tuple[TimelineItem, ...]
     limitations: tuple[str, ...]
     next_action: str | None
 
@@ -231,7 +232,7 @@ def _change_summary(*, key: str, change: ChangeView) -> ChangeSummary:
         gain_repeated=change.gain_repeated,
         measurements=tuple(
             f"{item.window}: {item.value:g} {item.unit} (baseline {item.baseline:g}, threshold {item.threshold:g}, "
-            f"at {_iso(item.taken_at)})"
+            f"at {_utc(item.taken_at)})"
             for item in change.measurements
         ),
         chart_file=chart_filename(key=key, change_id=change.id) if change.measurements else None,
@@ -343,6 +344,9 @@ def build_handoff(*, data: IncidentData, now: datetime | None = None) -> Handoff
         commands=evidence_commands(snapshots=data.snapshots),
         expected_vs_observed=_expected_vs_observed(snapshots=data.snapshots),
         changes=tuple(_change_summary(key=data.key, change=change) for change in data.changes),
+        noted_changes=tuple(
+            item for item in data.timeline if item.kind == "note" and "rollback" in (item.text or "").lower()
+        ),
         limitations=_limitations(data),
         next_action=next_action,
     )

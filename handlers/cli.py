@@ -14,9 +14,9 @@ app = typer.Typer(
 
 def _register_all() -> None:
     """Each area module exposes `register(app)`; keeping them apart keeps modules small."""
-    from handlers import cli_incidents  # noqa: PLC0415
+    from handlers import cli_incidents, cli_records  # noqa: PLC0415
 
-    for module in (cli_incidents,):
+    for module in (cli_incidents, cli_records):
         module.register(app)
 
 

@@ -3,6 +3,7 @@ commander-only lifecycle steps, ownership with DMs, and the scheduler's snooze b
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -22,6 +23,7 @@ from bot.job_kinds import (
     schedule_prevention_followup,
     schedule_update_reminder,
     schedule_validation_windows,
+    validation_prefix,
 )
 from bot.ownership import PermissionRefused, parse_role, require_commander, role_expectations
 from bot.prevention import parse_prevent_args
@@ -136,6 +138,18 @@ def _assign(*, services: Services, area: RecordsArea, client: WebClient, inciden
 def _incident_and_words(ctx: CommandContext) -> tuple[IncidentView, list[str]]:
     incident, rest = ctx.incident_and_rest()
     return incident, rest.split()
+
+
+def _user_errors(run: Callable[[CommandContext], None]) -> Callable[[CommandContext], None]:
+    """The records' refusals become the router's UsageError, so the user gets them as an ephemeral reply."""
+
+    def wrapped(ctx: CommandContext) -> None:
+        try:
+            run(ctx)
+        except (ChangeError, PermissionRefused) as error:
+            raise UsageError(str(error)) from None
+
+    return wrapped
 
 
 def _subcommands(area: RecordsArea) -> list[Subcommand]:
@@ -272,7 +286,7 @@ def _subcommands(area: RecordsArea) -> list[Subcommand]:
         _post(ctx.client, incident, text=f":shield: Prevention #{action.id} for <@{owner}>, due {due_on.isoformat()}: "
               f"{description}. Guardrail check: {guardrail}")
 
-    return [
+    listed = [
         Subcommand(name="job", usage=base["job"].usage, summary=base["job"].summary, run=run_job,
                    check=base["job"].check, working_text=base["job"].working_text),
         Subcommand(name="assign", usage="assign [INC-n] @person <role>",
@@ -296,6 +310,7 @@ def _subcommands(area: RecordsArea) -> list[Subcommand]:
         Subcommand(name="prevent", usage="prevent [INC-n] @owner YYYY-MM-DD <action> | <guardrail check>",
                    summary="add a prevention action", run=run_prevent, check=check_prevent),
     ]
+    return [dataclasses.replace(item, run=_user_errors(item.run)) for item in listed]
 
 
 def _incident_from_key_or_latest(ctx: CommandContext) -> tuple[IncidentView, str]:
@@ -372,6 +387,9 @@ def register(app: App, services: Services, area: RecordsArea) -> None:
                                                   headline=f"<@{user}> marked change #{change.id} *{verb}*.{note}"))
         if action["action_id"] == records_views.VALIDATED_ACTION:
             _upload_chart(client, incident, change)
+        if action["action_id"] == records_views.ROLLED_BACK_ACTION:
+            area.jobs.cancel(kind=JobKind.VALIDATION_WINDOW, incident_key=change.incident_key,
+                             dedupe_prefix=validation_prefix(change_id=change.id))
 
     def on_assign_owner(body: dict[str, Any], client: WebClient) -> None:
         action = body["actions"][0]

@@ -2,32 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any
 
 import sqlalchemy
 from sqlmodel import Field, SQLModel
 
-
-class UTCDateTime(sqlalchemy.types.TypeDecorator):
-    """Store timezone-aware UTC; SQLite drops the zone, so reads put it back."""
-
-    impl = sqlalchemy.DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
-        """Refuse naive datetimes: every record time is UTC."""
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime: record times must be timezone-aware UTC")
-        return value.astimezone(UTC)
-
-    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
-        """Return aware UTC whatever the backend kept."""
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+from storage.types import UTCDateTime
 
 
 def _utc_column(*, nullable: bool = True, index: bool = False) -> Any:
@@ -40,7 +21,7 @@ class Change(SQLModel, table=True):
     __tablename__ = "record_change"
 
     id: int | None = Field(default=None, primary_key=True)
-    incident_key: str = Field(index=True, max_length=32)
+    incident_key: str = Field(foreign_key="incident.key", index=True, max_length=32)
     what: str = Field(max_length=2000)
     variable: str = Field(max_length=300)
     expected_effect: str = Field(max_length=2000)
@@ -82,7 +63,7 @@ class PreventionAction(SQLModel, table=True):
     __tablename__ = "record_prevention"
 
     id: int | None = Field(default=None, primary_key=True)
-    incident_key: str = Field(index=True, max_length=32)
+    incident_key: str = Field(foreign_key="incident.key", index=True, max_length=32)
     description: str = Field(max_length=2000)
     owner: str = Field(max_length=64)
     due_on: date
@@ -99,7 +80,7 @@ class ScheduledJob(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     kind: str = Field(max_length=40, index=True)
-    incident_key: str | None = Field(default=None, index=True, max_length=32)
+    incident_key: str | None = Field(default=None, foreign_key="incident.key", index=True, max_length=32)
     payload: dict[str, Any] = Field(default_factory=dict, sa_type=sqlalchemy.JSON)
     dedupe_key: str | None = Field(default=None, max_length=200, unique=True)
     due_at: datetime | None = _utc_column(nullable=False, index=True)

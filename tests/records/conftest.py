@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy
 from sqlmodel import SQLModel
 
-import storage.tables_records  # noqa: F401 - registers the tables on SQLModel.metadata
+import storage.tables  # noqa: F401 - registers every table on SQLModel.metadata
 
 
 class FakeClock:

@@ -84,6 +84,7 @@ def harness(slack_stand_in: SlackApiStandIn, tmp_path: Path) -> Iterator[Harness
     services = make_services(database_url=f"sqlite:///{tmp_path / 'e2e.db'}", slack=slack_stand_in,
                              diagnoser=minimal_diagnoser)
     clock = FakeClock(start=utcnow())
+    services.incidents.clock = clock  # one controllable clock for the timeline, the changes and the jobs
     area = records_slack.install(services, clock=clock)
     app = build_app(settings=services.settings, services=services)
     running = http_server.start_in_thread(wsgi_app=http_server.make_wsgi_app(app=app, services=services))
@@ -225,6 +226,7 @@ def _assert_handoff(text: str, *, key: str) -> None:
     assert "+15m: 2400 steps" in changes and "gain repeated: no" in changes
     assert "everything beyond one pod" in _section(text, "Remaining limitations and untested paths")
     assert "pin the tokenizer and rerun the nightly benchmark" in _section(text, "Next action")
+    assert "have not run yet" not in text  # the rolled-back change's +60m window was cancelled
 
 
 def _assert_postmortem(text: str, *, key: str) -> None:
@@ -244,3 +246,32 @@ def _assert_postmortem(text: str, *, key: str) -> None:
     assert f"owner <@{FABRIC_OWNER}>, due 2026-12-15" in prevention and "CI fails when the padded length" in prevention
     recurrence = _section(text, "Recurrence check")
     assert "Validation window +15m" in recurrence and "STILL REPRODUCES" in recurrence
+
+
+def test_commander_only_steps_refuse_others_by_name_and_admins_may_act(harness: Harness) -> None:
+    h = harness
+    h.bot.services.settings.slack_admin_user_ids = "U0ADMIN"
+    h.command("job ml/train-llama", user=COMMANDER)
+    incident = h.bot.services.incidents.open_in_channel(channel_id=CHANNEL)
+
+    h.command("severity critical", user=BYSTANDER)
+    refusal = h.texts("chat.postEphemeral")[-1]
+    assert refusal == f"Only <@{COMMANDER}> or an admin (<@U0ADMIN>) can change the severity of {incident.key}."
+    assert h.bot.services.incidents.get(incident_key=incident.key).severity == "high"
+
+    h.command("severity critical", user="U0ADMIN")
+    assert h.bot.services.incidents.get(incident_key=incident.key).severity == "critical"
+    pending = [job for job in h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder") if not job.done_at]
+    assert [job.due_at - h.clock.now for job in pending] == [timedelta(minutes=15)]  # critical: every 15 minutes
+
+    h.click(user=OWNER, action_id="triage_snooze_reminder", value=incident.key)
+    pending = [job for job in h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder") if not job.done_at]
+    assert [job.due_at - h.clock.now for job in pending] == [timedelta(hours=1)]
+    assert any("snoozed update reminders" in text for text in h.texts())
+
+    h.command("resolve", user=COMMANDER)
+    assert [job for job in h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder") if not job.done_at] == []
+    h.command(f"reopen {incident.key}", user=BYSTANDER)
+    assert "can reopen" in h.texts("chat.postEphemeral")[-1]
+    h.command(f"reopen {incident.key}", user=COMMANDER)
+    assert h.bot.services.incidents.get(incident_key=incident.key).status == "investigating"

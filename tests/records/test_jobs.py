@@ -117,7 +117,7 @@ def test_two_schedulers_on_one_postgresql_run_every_due_job_exactly_once(postgre
     seed = JobStore(engine=engines[0])
     total = 120
     for index in range(total):
-        seed.enqueue(kind="count", incident_key=f"INC-{index:04d}", due_at=seed.clock() - timedelta(seconds=1))
+        seed.enqueue(kind="count", payload={"index": index}, due_at=seed.clock() - timedelta(seconds=1))
 
     executions: Counter[int] = Counter()
     by_instance: Counter[str] = Counter()
