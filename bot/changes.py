@@ -120,6 +120,36 @@ def parse_value_with_unit(*, text: str) -> tuple[float, str]:
     return value, match.group("unit").strip()
 
 
+_TARGET_PATTERN = re.compile(
+    r"^\s*(?P<baseline>[-+]?\d+(?:\.\d+)?)\s*->\s*(?P<threshold>[-+]?\d+(?:\.\d+)?)\s*(?P<unit>\S.*)$"
+)
+CHANGE_TEXT_USAGE = (
+    "`/triage change <variable> | <what changes> | <expected effect> | <metric> | <rollback plan> "
+    "[| <baseline> -> <threshold> <unit>]`, or `/triage change` alone for the form"
+)
+
+
+def parse_change_text(*, text: str) -> dict[str, object]:
+    """The one-line form of a change, as `ChangeService.propose` arguments; the rollback plan is required."""
+    parts = [part.strip() for part in (text or "").split("|")]
+    if len(parts) not in (5, 6) or not all(parts[:5]):
+        raise ChangeError(f"Write the change as {CHANGE_TEXT_USAGE}. The rollback plan is required.")
+    fields: dict[str, object] = dict(
+        zip(("variable", "what", "expected_effect", "metric", "rollback_plan"), parts[:5], strict=True)
+    )
+    if len(parts) == 6:
+        match = _TARGET_PATTERN.match(parts[5])
+        if not match:
+            raise ChangeError(f"Could not read {parts[5]!r}: write the target like `400 -> 2000 steps`.")
+        fields.update(
+            baseline=float(match.group("baseline")),
+            threshold=float(match.group("threshold")),
+            unit=match.group("unit").strip(),
+        )
+        fields["higher_is_better"] = fields["threshold"] >= fields["baseline"]  # type: ignore[operator]
+    return fields
+
+
 def _required(*, name: str, value: str, limit: int) -> str:
     cleaned = (value or "").strip()
     if not cleaned:

@@ -145,6 +145,27 @@ def demo_steps(*, target: str) -> list[DemoStep]:
             text="note Two validation windows passed: steps steady, no restarts",
             caption="Carol records validation",
         ),
+        DemoStep(
+            user_id=OWNER,
+            text="change resources.limits.memory | Raise the trainer memory limit 64Gi -> 96Gi | no OOMKilled "
+            "restarts for an hour | steps between restarts | re-apply revision 41 | 400 -> 2000 steps",
+            caption="Bob records it as a change: one variable, expected effect, metric, rollback, target",
+        ),
+        DemoStep(user_id=OWNER, text="change 1 applied", caption="Bob applies it; re-validation windows are queued"),
+        DemoStep(user_id=SCRIBE, text="measure 1 +15m 2400steps", caption="Carol measures the first window"),
+        DemoStep(user_id=SCRIBE, text="measure 1 +60m 2550steps", caption="...and the second: the gain repeats"),
+        DemoStep(user_id=OWNER, text="change 1 validated", caption="Bob validates the change"),
+        DemoStep(
+            user_id=OWNER,
+            text="note root cause: the tokenizer upgrade doubled activation memory per rank",
+            caption="Bob states the root cause for the postmortem",
+        ),
+        DemoStep(
+            user_id=COMMANDER,
+            text=f"prevent <@{SCRIBE}|carol> 2026-12-15 Alert when trainer RSS passes 90% of its limit | "
+            "the alert fires in the staging replay",
+            caption="Alice adds a prevention action with an owner, a due date and a guardrail check",
+        ),
         DemoStep(user_id=COMMANDER, text="list", caption="Alice checks what is still open"),
         DemoStep(user_id=COMMANDER, text="status resolved", caption="Alice resolves the incident"),
     ]

@@ -139,6 +139,7 @@ class HandoffRecord:
     failing_layer: str | None
     verdict: str | None
     owner: str | None
+    owner_role: str | None
     commander: str | None
     other_roles: tuple[str, ...]
     placement: tuple[tuple[str, str], ...]
@@ -325,6 +326,9 @@ def build_handoff(*, data: IncidentData, now: datetime | None = None) -> Handoff
     if next_action is None and latest is not None:
         steps = [finding.get("next") for finding in latest.get("findings", ()) if finding.get("next")]
         next_action = steps[0] if steps else None
+    owners = [(item.role, item.user) for item in data.roles if item.role == "owner"]
+    owners += [(item.role, item.user) for item in data.roles if item.role.startswith("owner:")]
+    owner = owners[0] if owners else None  # a layer owner answers when nobody owns the whole incident
     return HandoffRecord(
         key=data.key,
         title=data.title,
@@ -335,10 +339,12 @@ def build_handoff(*, data: IncidentData, now: datetime | None = None) -> Handoff
         scope=verdict.get("scope"),
         failing_layer=verdict.get("layer"),
         verdict=verdict.get("summary"),
-        owner=_role(data, "owner"),
+        owner=owner[1] if owner else None,
+        owner_role=owner[0] if owner else None,
         commander=_role(data, "commander"),
         other_roles=tuple(
-            f"{item.role}: <@{item.user}>" for item in data.roles if item.role not in ("owner", "commander")
+            f"{item.role}: <@{item.user}>" for item in data.roles
+            if item.role != "commander" and (item.role, item.user) != owner
         ),
         placement=tuple(sorted((latest or {}).get("placement", {}).items())),
         commands=evidence_commands(snapshots=data.snapshots),

@@ -38,11 +38,11 @@ def render_markdown(*, kind: str, service: IncidentService, incident_key: str) -
     """`kind` is handoff or postmortem; the records area (bot/records.py) assembles and renders it."""
     if kind not in RECORD_KINDS:
         raise ValueError(f"unknown record kind {kind!r}; use one of {RECORD_KINDS}")
-    from bot import records  # noqa: PLC0415
-    from bot.changes import ChangeService  # noqa: PLC0415
-    from bot.jobs import JobStore  # noqa: PLC0415
-    from bot.prevention import PreventionService  # noqa: PLC0415
-    from bot.record_sources import load_incident_data  # noqa: PLC0415
+    from bot import records
+    from bot.changes import ChangeService
+    from bot.jobs import JobStore
+    from bot.prevention import PreventionService
+    from bot.record_sources import load_incident_data
 
     data = load_incident_data(
         engine=service.engine, incident_key=incident_key, changes=ChangeService(engine=service.engine),

@@ -113,6 +113,9 @@ def _serve(*, port: int | None, host: str, migrate: bool) -> None:
         incidents=IncidentService(engine=db.make_engine(url=settings.database_url), diagnoser=diagnoser),  # type: ignore[arg-type]
         diagnoser=diagnoser,  # type: ignore[arg-type]
     )
+    from handlers import records_slack
+
+    records_slack.install(services)  # changes, handoff/postmortem, durable scheduled jobs (starts the scheduler)
     app = build_app(settings=settings, services=services)
     wsgi = http_server.make_wsgi_app(app=app, services=services)
     bind_port = port if port is not None else settings.port

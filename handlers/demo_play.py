@@ -18,6 +18,7 @@ from bot import demo, records_basic
 from bot.config import Settings
 from bot.incidents import IncidentService
 from bot.lab.slack_api import BOT_TOKEN, RecordedCall, SlackApiStandIn
+from handlers import records_slack
 from handlers import server as http_server
 from handlers.services import Services
 from handlers.signing import signature_headers
@@ -93,6 +94,7 @@ def play(*, out_dir: Path, console: Console) -> list[Path]:
         services = Services(
             settings=settings, incidents=service, diagnoser=choice.diagnoser, diagnoser_label=choice.label
         )
+        records_slack.install(services)  # the records area (its scheduler stays off: settings say so)
         app = build_app(settings=settings, services=services)
         running = http_server.start_in_thread(wsgi_app=http_server.make_wsgi_app(app=app, services=services))
         console.rule(f"[bold]triage-bot demo[/bold] · diagnoser: {choice.label} · Slack: local stand-in")

@@ -14,7 +14,14 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bot import bundle, charts, findings, records
-from bot.changes import ChangeError, ChangeView, parse_value_with_unit
+from bot.changes import (
+    ChangeError,
+    ChangeOutcome,
+    ChangeState,
+    ChangeView,
+    parse_change_text,
+    parse_value_with_unit,
+)
 from bot.incidents import IncidentError, IncidentView
 from bot.job_kinds import (
     SNOOZE_ACTION_ID,
@@ -29,7 +36,14 @@ from bot.ownership import PermissionRefused, parse_role, require_commander, role
 from bot.prevention import parse_prevent_args
 from bot.record_sources import reopen, set_severity, thread_of
 from handlers import blocks, records_views
-from handlers.commands import INCIDENT_KEY, USER_MENTION, CommandContext, Subcommand, UsageError, default_subcommands
+from handlers.commands import (
+    INCIDENT_KEY,
+    USER_MENTION,
+    CommandContext,
+    Subcommand,
+    UsageError,
+    default_subcommands,
+)
 from handlers.records_area import RecordsArea, build_area
 from handlers.services import Services
 from handlers.slack_app import make_web_client
@@ -187,7 +201,18 @@ def _subcommands(area: RecordsArea) -> list[Subcommand]:
                 role=words[1], actor=ctx.user_id)
 
     def run_change(ctx: CommandContext) -> None:
-        incident, _ = _incident_and_words(ctx)
+        incident, rest = ctx.incident_and_rest()
+        words = rest.split()
+        if len(words) == 2 and words[0].lstrip("#").isdigit():
+            _change_state(ctx, change_id=int(words[0].lstrip("#")), state=words[1])
+            return
+        if rest:
+            outcome = area.changes.propose(incident_key=incident.key, proposed_by=ctx.user_id,
+                                           approved_by="", **parse_change_text(text=rest))  # type: ignore[arg-type]
+            _post(ctx.client, incident, text=f"<@{ctx.user_id}> proposed change #{outcome.change.id}: "
+                  f"{outcome.change.what}", blocks_=records_views.change_blocks(change=outcome.change,
+                                                                                 warning=outcome.warning))
+            return
         if not ctx.trigger_id:
             raise UsageError("Slack sent no trigger to open the change form; run `/triage change` again.")
         ctx.client.views_open(trigger_id=ctx.trigger_id, view=records_views.change_modal(
@@ -227,6 +252,34 @@ def _subcommands(area: RecordsArea) -> list[Subcommand]:
         incident, _ = _incident_and_words(ctx)
         post_postmortem(services=ctx.services, area=area, client=ctx.client, incident_key=incident.key)
 
+    def _change_state(ctx: CommandContext, *, change_id: int, state: str) -> None:
+        operations = {"applied": area.changes.apply, "validated": area.changes.validate,
+                      "rolled-back": area.changes.roll_back, "rolled_back": area.changes.roll_back,
+                      "rollback": area.changes.roll_back}
+        operation = operations.get(state.lower())
+        if operation is None:
+            raise UsageError("Type `/triage change <n> applied|validated|rolled-back`.")
+        outcome = operation(change_id=change_id, actor=ctx.user_id)
+        after_change_state(area=area, client=ctx.client, incidents=ctx.services.incidents, user=ctx.user_id,
+                           outcome=outcome)
+
+    def run_status(ctx: CommandContext) -> None:
+        incident, words = _incident_and_words(ctx)
+        if words and words[-1].lower() == "resolved":
+            _require_commander(ctx.services, incident, actor=ctx.user_id, action="resolve")
+        base["status"].run(ctx)
+        if words and words[-1].lower() == "resolved":
+            _after_resolve(ctx, ctx.services.incidents.get(incident_key=incident.key))
+
+    def _after_resolve(ctx: CommandContext, updated: IncidentView) -> None:
+        area.jobs.cancel(kind=JobKind.UPDATE_REMINDER, incident_key=updated.key)
+        _post(ctx.client, updated, text=f"{updated.key} is resolved. Write the postmortem?",
+              blocks_=[blocks.section(f"*{updated.key}* is resolved. A resolved incident is not complete until "
+                                      "root cause, remediation and prevention are in one record."),
+                       {"type": "actions", "elements": [blocks.button(text="Write postmortem",
+                                                                      action_id=POSTMORTEM_ACTION,
+                                                                      value=updated.key, style="primary")]}])
+
     def run_resolve(ctx: CommandContext) -> None:
         incident, words = _incident_and_words(ctx)
         _require_commander(ctx.services, incident, actor=ctx.user_id, action="resolve")
@@ -236,13 +289,8 @@ def _subcommands(area: RecordsArea) -> list[Subcommand]:
             ctx.services.incidents.add_note(incident_key=incident.key, text="remediation: " + " ".join(words),
                                             actor=ctx.user_id)
         updated = ctx.services.incidents.set_status(incident_key=incident.key, status="resolved", actor=ctx.user_id)
-        area.jobs.cancel(kind=JobKind.UPDATE_REMINDER, incident_key=incident.key)
-        _post(ctx.client, updated, text=f"<@{ctx.user_id}> resolved {updated.key}. Write the postmortem?",
-              blocks_=[blocks.section(f"<@{ctx.user_id}> resolved *{updated.key}*. A resolved incident is not "
-                                      "complete until root cause, remediation and prevention are in one record."),
-                       {"type": "actions", "elements": [blocks.button(text="Write postmortem",
-                                                                      action_id=POSTMORTEM_ACTION,
-                                                                      value=updated.key, style="primary")]}])
+        _post(ctx.client, updated, text=f"<@{ctx.user_id}> resolved {updated.key}.")
+        _after_resolve(ctx, updated)
         ctx.refresh_root(updated)
 
     def run_reopen(ctx: CommandContext) -> None:
@@ -292,7 +340,10 @@ def _subcommands(area: RecordsArea) -> list[Subcommand]:
         Subcommand(name="assign", usage="assign [INC-n] @person <role>",
                    summary="roles: commander, owner, scribe, observer, owner:<layer>; the person gets a DM",
                    run=run_assign, check=check_assign),
-        Subcommand(name="change", usage="change [INC-n]", summary="record a change (one variable, with rollback)",
+        Subcommand(name="status", usage=base["status"].usage, summary=base["status"].summary + " (resolved: commander)",
+                   run=run_status, check=base["status"].check),
+        Subcommand(name="change", usage="change [INC-n] [<variable> | <what> | <effect> | <metric> | <rollback>]",
+                   summary="record a change (form, or one line); `change <n> applied|validated|rolled-back`",
                    run=run_change),
         Subcommand(name="measure", usage="measure [INC-n] <change#> <window> <value><unit>",
                    summary="attach a measurement to a change", run=run_measure, check=check_measure),
@@ -318,6 +369,26 @@ def _incident_from_key_or_latest(ctx: CommandContext) -> tuple[IncidentView, str
     if INCIDENT_KEY.match(first):
         return ctx.services.incidents.get(incident_key=first.upper()), remainder
     raise UsageError("Type `/triage reopen INC-n`: a resolved incident is no longer the channel's open one.")
+
+
+def after_change_state(*, area: RecordsArea, client: WebClient, incidents: Any, user: str,
+                       outcome: ChangeOutcome) -> None:
+    """Announce a change's new state; applied queues validation windows, rolled back cancels them."""
+    change = outcome.change
+    incident = incidents.get(incident_key=change.incident_key)
+    verb = change.state.value.replace("_", " ")
+    note = ""
+    if change.state is ChangeState.APPLIED and change.applied_at is not None:
+        queued = schedule_validation_windows(store=area.jobs, change=change, applied_at=change.applied_at)
+        note = f" Re-validation snapshots scheduled ({len(queued)} windows: +15m, +60m)."
+    headline = f"<@{user}> marked change #{change.id} *{verb}*.{note}"
+    _post(client, incident, text=headline,
+          blocks_=records_views.change_blocks(change=change, warning=outcome.warning, headline=headline))
+    if change.state is ChangeState.VALIDATED:
+        _upload_chart(client, incident, change)
+    if change.state is ChangeState.ROLLED_BACK:
+        area.jobs.cancel(kind=JobKind.VALIDATION_WINDOW, incident_key=change.incident_key,
+                         dedupe_prefix=validation_prefix(change_id=change.id))
 
 
 def _upload_chart(client: WebClient, incident: IncidentView, change: ChangeView) -> None:
@@ -348,7 +419,7 @@ def register(app: App, services: Services, area: RecordsArea) -> None:
                 work(body, client)
             except (ChangeError, IncidentError, PermissionRefused, UsageError, ValueError) as error:
                 _ephemeral(client, channel=channel or user, user=user, text=str(error))
-            except Exception:  # noqa: BLE001 (never a traceback in Slack)
+            except Exception:
                 log.exception("records action failed")
                 _ephemeral(client, channel=channel or user, user=user,
                            text="That action failed; nothing was half-saved. Try again.")
@@ -371,25 +442,12 @@ def register(app: App, services: Services, area: RecordsArea) -> None:
             records_views.ROLLED_BACK_ACTION: area.changes.roll_back,
         }[action["action_id"]]
         outcome = operation(change_id=change_id, actor=user)
-        change = outcome.change
-        incident = services.incidents.get(incident_key=change.incident_key)
         message = body.get("message") or {}
         if message.get("ts"):
-            client.chat_update(channel=incident.channel_id, ts=message["ts"], text=f"Change #{change.id}",
-                               blocks=blocks.validate_blocks(records_views.change_blocks(change=change)))
-        verb = change.state.value.replace("_", " ")
-        note = ""
-        if action["action_id"] == records_views.APPLIED_ACTION and change.applied_at is not None:
-            queued = schedule_validation_windows(store=area.jobs, change=change, applied_at=change.applied_at)
-            note = f" Re-validation snapshots scheduled ({len(queued)} windows: +15m, +60m)."
-        _post(client, incident, text=f"<@{user}> marked change #{change.id} *{verb}*.{note}",
-              blocks_=records_views.change_blocks(change=change, warning=outcome.warning,
-                                                  headline=f"<@{user}> marked change #{change.id} *{verb}*.{note}"))
-        if action["action_id"] == records_views.VALIDATED_ACTION:
-            _upload_chart(client, incident, change)
-        if action["action_id"] == records_views.ROLLED_BACK_ACTION:
-            area.jobs.cancel(kind=JobKind.VALIDATION_WINDOW, incident_key=change.incident_key,
-                             dedupe_prefix=validation_prefix(change_id=change.id))
+            incident = services.incidents.get(incident_key=outcome.change.incident_key)
+            client.chat_update(channel=incident.channel_id, ts=message["ts"], text=f"Change #{outcome.change.id}",
+                               blocks=blocks.validate_blocks(records_views.change_blocks(change=outcome.change)))
+        after_change_state(area=area, client=client, incidents=services.incidents, user=user, outcome=outcome)
 
     def on_assign_owner(body: dict[str, Any], client: WebClient) -> None:
         action = body["actions"][0]
@@ -434,7 +492,7 @@ def register(app: App, services: Services, area: RecordsArea) -> None:
                   blocks_=records_views.change_blocks(change=outcome.change, warning=outcome.warning))
         except (ChangeError, IncidentError) as error:
             _ephemeral(client, channel=meta.get("channel") or user, user=user, text=str(error))
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("recording a change failed")
             _ephemeral(client, channel=meta.get("channel") or user, user=user,
                        text="The change could not be recorded; nothing was half-saved. Submit it again.")

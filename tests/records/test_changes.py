@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 import sqlalchemy
 
-from bot.changes import ChangeError, ChangeService, ChangeState, parse_value_with_unit
+from bot.changes import ChangeError, ChangeService, ChangeState, parse_change_text, parse_value_with_unit
 
 
 def propose(service: ChangeService, **overrides: object):
@@ -142,3 +142,16 @@ def test_values_with_units_are_read(text: str, expected: tuple[float, str]) -> N
 def test_values_without_a_number_and_unit_are_refused(text: str) -> None:
     with pytest.raises(ChangeError, match="number with a unit|not a finite"):
         parse_value_with_unit(text=text)
+
+
+def test_the_one_line_form_reads_every_field_and_the_target() -> None:
+    fields = parse_change_text(text="NCCL_ALGO | force Ring | busbw up | busbw | unset NCCL_ALGO | 120 -> 180 GB/s")
+    assert fields == {"variable": "NCCL_ALGO", "what": "force Ring", "expected_effect": "busbw up",
+                      "metric": "busbw", "rollback_plan": "unset NCCL_ALGO", "baseline": 120.0, "threshold": 180.0,
+                      "unit": "GB/s", "higher_is_better": True}
+
+
+@pytest.mark.parametrize("text", ["NCCL_ALGO | force Ring | busbw up | busbw |   ", "just words", ""])
+def test_the_one_line_form_without_a_rollback_plan_is_refused(text: str) -> None:
+    with pytest.raises(ChangeError, match="rollback plan is required"):
+        parse_change_text(text=text)

@@ -275,3 +275,26 @@ def test_commander_only_steps_refuse_others_by_name_and_admins_may_act(harness: 
     assert "can reopen" in h.texts("chat.postEphemeral")[-1]
     h.command(f"reopen {incident.key}", user=COMMANDER)
     assert h.bot.services.incidents.get(incident_key=incident.key).status == "investigating"
+
+
+def test_the_one_line_change_warns_on_a_second_lever_and_status_resolved_is_commander_only(harness: Harness) -> None:
+    h = harness
+    h.command("job ml/train-llama", user=COMMANDER)
+    incident = h.bot.services.incidents.open_in_channel(channel_id=CHANNEL)
+    h.command("change per-rank batch | batch 32 -> 16 | no OOM | steps between restarts | batch back to 32 "
+              "| 400 -> 2000 steps", user=OWNER)
+    h.command("change 1 applied", user=OWNER)
+    h.command("change NCCL_ALGO | force Ring | busbw up | busbw | unset NCCL_ALGO", user=OWNER)
+    second = next(call for call in reversed(h.slack.calls_to("chat.postMessage"))
+                  if "proposed change #2" in str(call.params.get("text")))
+    assert "one lever at a time" in json.dumps(second.params.get("blocks"))
+    h.command("change per-rank batch | batch 16 | no OOM | steps |", user=OWNER)
+    assert "rollback plan is required" in h.texts("chat.postEphemeral")[-1]
+    assert len(h.area.changes.for_incident(incident_key=incident.key)) == 2
+
+    h.command("status resolved", user=OWNER)
+    assert h.texts("chat.postEphemeral")[-1] == f"Only <@{COMMANDER}> can resolve {incident.key}."
+    assert h.bot.services.incidents.get(incident_key=incident.key).status != "resolved"
+    h.command("status resolved", user=COMMANDER)
+    assert h.bot.services.incidents.get(incident_key=incident.key).status == "resolved"
+    assert any("Write the postmortem?" in text for text in h.texts())

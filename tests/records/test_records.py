@@ -98,3 +98,18 @@ def test_the_evidence_bundle_holds_snapshots_commands_records_and_charts(tmp_pat
         manifest = json.load(archive.extractfile(prefix + "manifest.json"))
         assert manifest["incident"] == "INC-0001" and "postmortem.md" in manifest["files"]
     assert not (tmp_path / "out" / "INC-0001.tar.gz.partial").exists()
+
+
+def test_a_layer_owner_answers_as_owner_when_nobody_owns_the_whole_incident() -> None:
+    data = incident(roles=(records.RoleEntry(role="commander", user="U_ALICE"),
+                           records.RoleEntry(role="owner:fabric", user="U_CAROL")))
+    text = records.render_handoff(record=records.build_handoff(data=data, now=NOW))
+    assert "Owner: <@U_CAROL> (owner:fabric)" in text
+    assert "- owner:fabric: <@U_CAROL>" not in text
+
+
+def test_notes_that_mention_a_rollback_are_kept_in_the_handoff_as_unrecorded_changes() -> None:
+    note = records.TimelineItem(at=NOW, kind="note", actor="U_BOB", text="bumped NCCL_BUFFSIZE (rollback: unset it)")
+    data = incident(changes=(), timeline=(note,))
+    changes = records.render_handoff(record=records.build_handoff(data=data, now=NOW)).split("## Changes and rollback")[1]
+    assert "not a recorded change" in changes and "bumped NCCL_BUFFSIZE (rollback: unset it)" in changes
