@@ -136,10 +136,12 @@ class IncidentService:
         engine: Engine,
         diagnoser: Diagnoser | None,
         clock: Callable[[], datetime] = findings.utcnow,
+        admin_user_ids: frozenset[str] = frozenset(),
     ) -> None:
         self.engine = engine
         self.diagnoser = diagnoser
         self.clock = clock
+        self.admin_user_ids = admin_user_ids
 
     # --- opening -------------------------------------------------------------------------------
 
@@ -225,6 +227,8 @@ class IncidentService:
         with session_scope(self.engine) as session:
             incident = self._get(session, incident_key)
             self._require_open(incident)
+            if normalised == "commander":
+                self._require_commander(session, incident, actor=actor, action="hand over command")
             self._grant(session, incident, role=normalised, user_id=user_id, actor=actor)
             incident.updated_at = self.clock()
             session.add(incident)
@@ -357,6 +361,11 @@ class IncidentService:
 
     # --- exactly-once --------------------------------------------------------------------------
 
+    def prune_processed_requests(self, *, older_than: datetime) -> int:
+        """Forget request fingerprints older than Slack's retry window (scheduled housekeeping)."""
+        with session_scope(self.engine) as session:
+            return incident_repo.delete_processed_before(session, cutoff=older_than)
+
     def claim_request(self, *, fingerprint: str, kind: str) -> bool:
         """True the first time a request fingerprint is seen, by any replica; False for repeats."""
         try:
@@ -375,6 +384,19 @@ class IncidentService:
         if incident is None:
             raise IncidentNotFound(f"There is no incident {key[:20]}. `/triage list` shows the open ones.")
         return incident
+
+    def _require_commander(self, session: Any, incident: Incident, *, actor: str, action: str) -> None:
+        """Command moves only by the current commander's hand (or an admin's, or when nobody holds it)."""
+        commanders = [
+            item.user_id
+            for item in incident_repo.active_roles(session, incident_id=incident.id)
+            if item.role == "commander"
+        ]
+        if commanders and actor not in commanders and actor not in self.admin_user_ids:
+            raise IncidentError(
+                f"Only the commander (<@{commanders[0]}>) or an admin can {action} on {incident.key}; "
+                "ask them to run the command."
+            )
 
     @staticmethod
     def _require_open(incident: Incident) -> None:

@@ -100,6 +100,8 @@ def incident_root(*, incident: IncidentView, report: SnapshotReport | None = Non
         blocks.append(
             section(f"*Verdict:* {layer} ({report.verdict.confidence:.0%}) — {report.verdict.summary}")
         )
+    elif incident.verdict_layer:
+        blocks.append(section(f"*Failing layer (last snapshot):* {incident.verdict_layer}"))
     blocks.append(
         context(
             f"Opened by <@{incident.opened_by}> at {incident.opened_at:%Y-%m-%d %H:%M} UTC",

@@ -5,9 +5,12 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from bot.report import Diagnoser
 
 DEFAULT_DEMO_DIR = Path("triage-demo")
 
@@ -78,7 +81,7 @@ def _redacted(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def _production_diagnoser() -> object | None:
+def _production_diagnoser() -> Diagnoser | None:
     """The cluster diagnoser from bot.diagnose when that area is installed."""
     try:
         from bot import diagnose  # type: ignore[attr-defined]
@@ -88,6 +91,8 @@ def _production_diagnoser() -> object | None:
 
 
 def _serve(*, port: int | None, host: str, migrate: bool) -> None:
+    from slack_bolt.error import BoltError
+
     from bot.config import load_settings
     from bot.incidents import IncidentService
     from handlers import server as http_server
@@ -110,13 +115,23 @@ def _serve(*, port: int | None, host: str, migrate: bool) -> None:
     diagnoser = _production_diagnoser()
     services = Services(
         settings=settings,
-        incidents=IncidentService(engine=db.make_engine(url=settings.database_url), diagnoser=diagnoser),  # type: ignore[arg-type]
-        diagnoser=diagnoser,  # type: ignore[arg-type]
+        incidents=IncidentService(
+            engine=db.make_engine(url=settings.database_url),
+            diagnoser=diagnoser,
+            admin_user_ids=settings.admin_user_ids,
+        ),
+        diagnoser=diagnoser,
     )
     from handlers import records_slack
 
     records_slack.install(services)  # changes, handoff/postmortem, durable scheduled jobs (starts the scheduler)
-    app = build_app(settings=settings, services=services)
+    try:
+        app = build_app(settings=settings, services=services)
+    except BoltError as error:
+        typer.echo(
+            f"Slack refused the bot token ({error}). Check SLACK_BOT_TOKEN and SLACK_API_URL.", err=True
+        )
+        raise typer.Exit(code=2) from None
     wsgi = http_server.make_wsgi_app(app=app, services=services)
     bind_port = port if port is not None else settings.port
     server = http_server.create_server(wsgi_app=wsgi, host=host, port=bind_port)

@@ -16,13 +16,12 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from slack_bolt import Ack, App, BoltContext
+from slack_bolt import Ack, App, BoltContext, Respond
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot import incidents as lifecycle
 from bot.incidents import IncidentError, IncidentView
-from bot.targets import ACCEPTED_FORMS, InvalidTarget, parse_target
+from bot.targets import InvalidTarget
 from handlers import blocks
 from handlers.services import Services
 
@@ -48,6 +47,7 @@ class CommandContext:
     name: str
     rest: str
     trigger_id: str = ""
+    respond: Callable[..., Any] | None = None
 
     @property
     def args(self) -> list[str]:
@@ -103,210 +103,6 @@ class Subcommand:
     working_text: str | None = None
 
 
-# --- the foundation's subcommands -------------------------------------------------------------------
-
-
-def _check_job(rest: str) -> None:
-    try:
-        parse_target(rest)
-    except InvalidTarget as error:
-        raise UsageError(f"{error} Type `/triage job <id>`.") from None
-
-
-def _run_job(ctx: CommandContext) -> None:
-    services = ctx.services
-    target = parse_target(ctx.rest)
-    result = services.incidents.open_for_target(
-        target=target, channel_id=ctx.channel_id, opened_by=ctx.user_id
-    )
-    incident = result.incident
-    if not result.created and incident.thread_ts:
-        where = _permalink(ctx.client, incident) or f"the thread in <#{incident.channel_id}>"
-        ctx.reply_ephemeral(
-            f"{incident.key} is already open for `{incident.target}` (status {incident.status}): {where}. "
-            f"Work in its thread, or `/triage status {incident.key} <status>`."
-        )
-        return
-    # New incident, or one whose root message never reached Slack: post the root now.
-    root = ctx.client.chat_postMessage(
-        channel=ctx.channel_id,
-        text=blocks.incident_root_text(incident=incident),
-        blocks=blocks.validate_blocks(blocks.incident_root(incident=incident)),
-    )
-    incident = services.incidents.attach_root_message(
-        incident_key=incident.key, channel_id=str(root["channel"]), ts=str(root["ts"])
-    )
-    ctx.post_in_thread(
-        incident,
-        text=f"{incident.key} opened by <@{ctx.user_id}>, who is commander until reassigned "
-        f"(`/triage assign @someone commander`). Taking a bounded snapshot of `{incident.target}`…",
-    )
-    if services.diagnoser is None:
-        ctx.post_in_thread(incident, text="No cluster is configured, so no snapshot was taken.")
-        return
-    try:
-        report = services.incidents.run_snapshot(incident_key=incident.key, settings=services.settings)
-    except Exception as error:
-        log.exception("snapshot failed for %s", incident.key)
-        services.incidents.add_timeline_entry(
-            incident_key=incident.key,
-            actor=lifecycle.BOT_ACTOR,
-            kind="snapshot_failed",
-            text=f"Snapshot failed: {type(error).__name__}",
-        )
-        ctx.post_in_thread(
-            incident,
-            text=f"The snapshot failed ({type(error).__name__}); the incident stays open. "
-            "Check the bot's logs and cluster access.",
-        )
-        return
-    ctx.post_in_thread(
-        incident,
-        text=blocks.snapshot_text(incident_key=incident.key, report=report),
-        blocks_=blocks.snapshot_findings(
-            incident_key=incident.key, report=report, label=services.diagnoser_label
-        ),
-    )
-    incident = services.incidents.get(incident_key=incident.key)
-    ctx.client.chat_update(
-        channel=incident.channel_id,
-        ts=incident.thread_ts,
-        text=blocks.incident_root_text(incident=incident),
-        blocks=blocks.validate_blocks(blocks.incident_root(incident=incident, report=report)),
-    )
-
-
-def _permalink(client: WebClient, incident: IncidentView) -> str | None:
-    try:
-        return str(
-            client.chat_getPermalink(channel=incident.channel_id, message_ts=incident.thread_ts)["permalink"]
-        )
-    except SlackApiError:
-        return None
-
-
-def _check_status(rest: str) -> None:
-    words = rest.split()
-    if not words or words[-1].lower() not in lifecycle.STATUSES:
-        raise UsageError(
-            f"Type `/triage status <{'|'.join(lifecycle.STATUSES)}>` (optionally after an INC- key)."
-        )
-
-
-def _run_status(ctx: CommandContext) -> None:
-    incident, rest = ctx.incident_and_rest()
-    updated = ctx.services.incidents.set_status(incident_key=incident.key, status=rest, actor=ctx.user_id)
-    ctx.post_in_thread(
-        updated, text=f"<@{ctx.user_id}> set {updated.key} to *{updated.status}* (was {incident.status})."
-    )
-    ctx.refresh_root(updated)
-
-
-def _parse_assign(rest: str) -> tuple[str | None, str, str]:
-    words = rest.split()
-    key = words.pop(0).upper() if words and INCIDENT_KEY.match(words[0]) else None
-    if len(words) != 2:
-        raise UsageError("Type `/triage assign @person <commander|owner|scribe|observer|owner:<layer>>`.")
-    mention, role = words
-    match = USER_MENTION.match(mention)
-    if match is None:
-        raise UsageError(
-            f"Couldn't tell who `{mention[:40]}` is: pick the person from Slack's @ autocomplete, "
-            "e.g. `/triage assign @alex owner`."
-        )
-    return key, match.group(1), role
-
-
-def _check_assign(rest: str) -> None:
-    _key, _user, role = _parse_assign(rest)
-    try:
-        lifecycle.normalise_role(role)
-    except IncidentError as error:
-        raise UsageError(str(error)) from None
-
-
-def _run_assign(ctx: CommandContext) -> None:
-    key, user_id, role = _parse_assign(ctx.rest)
-    incident = (
-        ctx.services.incidents.get(incident_key=key)
-        if key
-        else ctx.services.incidents.open_in_channel(channel_id=ctx.channel_id)
-    )
-    updated = ctx.services.incidents.assign(
-        incident_key=incident.key, user_id=user_id, role=role, actor=ctx.user_id
-    )
-    ctx.post_in_thread(
-        updated,
-        text=f"<@{ctx.user_id}> made <@{user_id}> *{lifecycle.normalise_role(role)}* of {updated.key}.",
-    )
-    ctx.refresh_root(updated)
-
-
-def _check_note(rest: str) -> None:
-    words = rest.split()
-    if not words or (len(words) == 1 and INCIDENT_KEY.match(words[0])):
-        raise UsageError("Type `/triage note <what you saw or did>`.")
-
-
-def _run_note(ctx: CommandContext) -> None:
-    incident, text = ctx.incident_and_rest()
-    item = ctx.services.incidents.add_note(incident_key=incident.key, text=text, actor=ctx.user_id)
-    ctx.post_in_thread(incident, text=f":memo: <@{ctx.user_id}> noted: {blocks.clip(item.text, limit=3500)}")
-
-
-def _run_list(ctx: CommandContext) -> None:
-    open_incidents = ctx.services.incidents.list_open()
-    ctx.reply_ephemeral(
-        f"{len(open_incidents)} open incident(s)", blocks_=blocks.open_list(incidents=open_incidents)
-    )
-
-
-def _run_help(ctx: CommandContext) -> None:
-    ctx.reply_ephemeral("triage-bot commands", blocks_=help_blocks(ctx.services))
-
-
-def help_blocks(services: Services) -> list[blocks.Block]:
-    """Usage lines for every registered subcommand."""
-    return blocks.help_blocks(usages=[(item.usage, item.summary) for item in services.subcommands.values()])
-
-
-def default_subcommands() -> list[Subcommand]:
-    """The foundation's subcommands."""
-    return [
-        Subcommand(
-            name="job",
-            usage="job <id>",
-            summary=f"open an incident and take a snapshot; id: {ACCEPTED_FORMS}",
-            run=_run_job,
-            check=_check_job,
-            working_text=":hourglass_flowing_sand: Opening an incident and taking a bounded snapshot…",
-        ),
-        Subcommand(
-            name="status",
-            usage=f"status [INC-n] <{'|'.join(lifecycle.STATUSES)}>",
-            summary="move the incident along",
-            run=_run_status,
-            check=_check_status,
-        ),
-        Subcommand(
-            name="assign",
-            usage="assign [INC-n] @person <role>",
-            summary="roles: commander, owner, scribe, observer, owner:<layer>",
-            run=_run_assign,
-            check=_check_assign,
-        ),
-        Subcommand(
-            name="note",
-            usage="note [INC-n] <text>",
-            summary="add a note to the timeline",
-            run=_run_note,
-            check=_check_note,
-        ),
-        Subcommand(name="list", usage="list", summary="open incidents", run=_run_list),
-        Subcommand(name="help", usage="help", summary="this list", run=_run_help),
-    ]
-
-
 # --- routing -----------------------------------------------------------------------------------------
 
 
@@ -344,8 +140,6 @@ def request_fingerprint(body: dict[str, Any]) -> str:
 
 def register(app: App, services: Services) -> None:
     """Attach `/triage` with an ack that answers in milliseconds and a lazy worker."""
-    for subcommand in default_subcommands():
-        services.subcommands.setdefault(subcommand.name, subcommand)
 
     def ack_triage(ack: Ack, body: dict[str, Any], context: BoltContext) -> None:
         subcommand, _rest, error = route(subcommands=services.subcommands, text=str(body.get("text", "")))
@@ -358,12 +152,14 @@ def register(app: App, services: Services) -> None:
             ack(text=subcommand.working_text) if subcommand and subcommand.working_text else ack()
         services.metrics.ack_latency.observe(time.monotonic() - received)
 
-    def work_triage(body: dict[str, Any], client: WebClient) -> None:
+    def work_triage(body: dict[str, Any], client: WebClient, respond: Respond) -> None:
         subcommand, rest, error = route(subcommands=services.subcommands, text=str(body.get("text", "")))
         if subcommand is None or error is not None:
             return  # already answered in the ack
         try:
-            _execute(services=services, subcommand=subcommand, rest=rest, body=body, client=client)
+            _execute(
+                services=services, subcommand=subcommand, rest=rest, body=body, client=client, respond=respond
+            )
         finally:
             services.work.end()
 
@@ -376,7 +172,13 @@ def _name_of(body: dict[str, Any]) -> str:
 
 
 def _execute(
-    *, services: Services, subcommand: Subcommand, rest: str, body: dict[str, Any], client: WebClient
+    *,
+    services: Services,
+    subcommand: Subcommand,
+    rest: str,
+    body: dict[str, Any],
+    client: WebClient,
+    respond: Respond | None,
 ) -> None:
     ctx = CommandContext(
         services=services,
@@ -386,6 +188,7 @@ def _execute(
         name=subcommand.name,
         rest=rest,
         trigger_id=str(body.get("trigger_id", "")),
+        respond=respond,
     )
     if not services.incidents.claim_request(
         fingerprint=request_fingerprint(body), kind=f"command:{subcommand.name}"
@@ -421,7 +224,16 @@ def _execute(
 
 
 def _tell(ctx: CommandContext, text: str) -> None:
+    """Ephemeral reply; where the bot cannot post (a DM, a private channel it is not in), the
+    command's response_url still reaches the caller."""
     try:
         ctx.reply_ephemeral(text)
+        return
     except SlackApiError as error:
         log.warning("could not send an ephemeral reply: %s", error.response.get("error"))
+    if ctx.respond is None:
+        return
+    try:
+        ctx.respond(text=text, response_type="ephemeral", replace_original=False)
+    except Exception:
+        log.warning("response_url reply failed too", exc_info=True)

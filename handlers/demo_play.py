@@ -11,6 +11,7 @@ from typing import Any
 
 import requests
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
@@ -31,6 +32,7 @@ SHOWN_METHODS = {
     "chat.postEphemeral": "only you see",
     "views.open": "opened a view",
     "files.completeUploadExternal": "uploaded",
+    "response_url": "only you see",
 }
 
 
@@ -62,9 +64,9 @@ def render_call(call: RecordedCall) -> Panel:
     where = f"#{params.get('channel', '?')}"
     if params.get("thread_ts"):
         where += " · in thread"
-    if call.method == "chat.postEphemeral":
+    if call.method in {"chat.postEphemeral", "response_url"}:
         where += f" · only {params.get('user')} sees this"
-    style = "magenta" if call.method == "chat.postEphemeral" else "cyan"
+    style = "magenta" if call.method in {"chat.postEphemeral", "response_url"} else "cyan"
     return Panel(
         body,
         title=f"{SHOWN_METHODS.get(call.method, call.method)} · {where}",
@@ -103,13 +105,18 @@ def play(*, out_dir: Path, console: Console) -> list[Path]:
                 seen = len(slack.calls)
                 console.print(
                     f"\n[bold yellow]{number}. {step.caption}[/bold yellow]\n   <@{step.user_id}> types "
-                    f"[bold]/triage {step.text}[/bold]"
+                    f"[bold]/triage {escape(step.text)}[/bold]"
                 )
                 ack = _send(
-                    url=running.url, secret=secret, user_id=step.user_id, text=step.text, number=number
+                    url=running.url,
+                    secret=secret,
+                    user_id=step.user_id,
+                    text=step.text,
+                    number=number,
+                    response_url=slack.response_url(f"demo-{number}"),
                 )
                 if ack:
-                    console.print(f"   [dim]ack (only they see): {ack}[/dim]")
+                    console.print(f"   [dim]ack (only they see): {escape(ack)}[/dim]")
                 services.work.wait_idle(timeout=60)
                 for call in slack.calls[seen:]:
                     if call.method in SHOWN_METHODS:
@@ -127,7 +134,7 @@ def play(*, out_dir: Path, console: Console) -> list[Path]:
     return written
 
 
-def _send(*, url: str, secret: str, user_id: str, text: str, number: int) -> str:
+def _send(*, url: str, secret: str, user_id: str, text: str, number: int, response_url: str) -> str:
     body = urllib.parse.urlencode(
         {
             "team_id": "T0LAB",
@@ -138,7 +145,7 @@ def _send(*, url: str, secret: str, user_id: str, text: str, number: int) -> str
             "command": "/triage",
             "text": text,
             "api_app_id": "A0TRIAGE",
-            "response_url": "https://hooks.slack.invalid/commands/demo",
+            "response_url": response_url,
             "trigger_id": f"demo.{number}.{secrets.token_hex(4)}",
         }
     )

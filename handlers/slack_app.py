@@ -11,7 +11,7 @@ from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
 from bot.config import Settings
-from handlers import commands
+from handlers import commands, incident_subcommands
 from handlers.services import Services, WorkTracker
 
 __all__ = ["BOT_SCOPES", "Services", "WorkTracker", "build_app", "make_web_client"]
@@ -62,6 +62,8 @@ def build_app(*, settings: Settings, services: Services, client: WebClient | Non
         context["received_at"] = time.monotonic()
         return next()
 
+    for subcommand in incident_subcommands.default_subcommands():
+        services.subcommands.setdefault(subcommand.name, subcommand)
     for register in services.extra_registrations:
         register(app, services)
     commands.register(app, services)

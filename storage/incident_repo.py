@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
-from sqlalchemy import func
+from sqlalchemy import delete, func
 from sqlmodel import Session, select
 
-from storage.tables_incidents import Incident, RoleAssignment, Snapshot, TimelineEntry
+from storage.tables_incidents import Incident, ProcessedRequest, RoleAssignment, Snapshot, TimelineEntry
 
 
 def by_key(session: Session, *, key: str) -> Incident | None:
@@ -76,3 +77,9 @@ def snapshots(session: Session, *, incident_id: int) -> Sequence[Snapshot]:
     """Stored snapshot reports, oldest first."""
     statement = select(Snapshot).where(Snapshot.incident_id == incident_id).order_by(Snapshot.id)  # type: ignore[arg-type]
     return session.exec(statement).all()
+
+
+def delete_processed_before(session: Session, *, cutoff: datetime) -> int:
+    """Drop request fingerprints recorded before `cutoff`; returns how many."""
+    result = session.exec(delete(ProcessedRequest).where(ProcessedRequest.processed_at < cutoff))  # type: ignore[call-overload]
+    return int(result.rowcount or 0)

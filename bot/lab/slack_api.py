@@ -56,6 +56,10 @@ class SlackApiStandIn:
 
     # --- lifecycle -----------------------------------------------------------------------------
 
+    def response_url(self, name: str = "cmd") -> str:
+        """A slash command `response_url` that lands here (recorded as method `response_url`)."""
+        return self.base_url.replace("/api/", f"/response/{name}")
+
     @property
     def base_url(self) -> str:
         """What to pass as `base_url` (trailing slash included, as slack_sdk expects)."""
@@ -316,6 +320,13 @@ def _handler_for(stand_in: SlackApiStandIn) -> type[BaseHTTPRequestHandler]:
             if path.startswith("/upload/"):
                 stand_in.uploads[path.rsplit("/", 1)[1]] = body
                 self._send(200, f"OK - {len(body)}".encode(), content_type="text/plain")
+                return
+            if path.startswith("/response/"):
+                params = _parse_body(content_type="application/json", body=body)
+                stand_in._record(
+                    RecordedCall(method="response_url", params=params, token=None, at=time.time())
+                )
+                self._send(200, b"ok", content_type="text/plain")
                 return
             if not path.startswith("/api/"):
                 self._send(404, b"not found", content_type="text/plain")

@@ -176,6 +176,37 @@ def test_assigning_a_commander_replaces_the_previous_one(service: IncidentServic
     assert service.timeline(key)[-1].data["replaced"] == ["U1"]
 
 
+def test_only_the_commander_or_an_admin_hands_over_command(database_url: str) -> None:
+    db.upgrade(url=database_url)
+    engine = db.make_engine(url=database_url)
+    service = IncidentService(engine=engine, diagnoser=None, admin_user_ids=frozenset({"UADMIN"}))
+    try:
+        key = service.open_for_target(
+            target=parse_target("ml/t"), channel_id="C1", opened_by="U1"
+        ).incident.key
+        with pytest.raises(IncidentError, match="Only the commander"):
+            service.assign(incident_key=key, user_id="U2", role="commander", actor="U2")
+        assert service.get(incident_key=key).holders("commander") == ("U1",)
+        assert service.assign(incident_key=key, user_id="U3", role="commander", actor="UADMIN").holders(
+            "commander"
+        ) == ("U3",)
+        assert service.assign(incident_key=key, user_id="U2", role="owner", actor="U2").holders("owner") == (
+            "U2",
+        )
+    finally:
+        engine.dispose()
+
+
+def test_old_request_fingerprints_are_pruned(service: IncidentService, clock: TickingClock) -> None:
+    service.claim_request(fingerprint="cmd:old", kind="command:job")
+    cutoff = clock.now + timedelta(seconds=30)
+    clock.now = cutoff + timedelta(minutes=5)
+    service.claim_request(fingerprint="cmd:new", kind="command:job")
+    assert service.prune_processed_requests(older_than=cutoff) == 1
+    assert service.claim_request(fingerprint="cmd:old", kind="command:job")
+    assert not service.claim_request(fingerprint="cmd:new", kind="command:job")
+
+
 def test_observers_accumulate_and_layer_owners_are_one_per_layer(service: IncidentService) -> None:
     key = service.open_for_target(target=parse_target("ml/t"), channel_id="C1", opened_by="U1").incident.key
     service.assign(incident_key=key, user_id="U2", role="observer", actor="U1")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from handlers import commands
+from handlers import commands, incident_subcommands
 
-SUBCOMMANDS = {item.name: item for item in commands.default_subcommands()}
+SUBCOMMANDS = {item.name: item for item in incident_subcommands.default_subcommands()}
 
 
 @pytest.mark.parametrize(
@@ -45,8 +45,8 @@ def test_route_explains_what_to_type_for_bad_input(text: str, hint: str) -> None
 
 
 def test_assign_reads_escaped_mentions_with_or_without_a_name() -> None:
-    assert commands._parse_assign("<@U0BOB|bob> owner") == (None, "U0BOB", "owner")
-    assert commands._parse_assign("inc-0007 <@W0ANN> scribe") == ("INC-0007", "W0ANN", "scribe")
+    assert incident_subcommands._parse_assign("<@U0BOB|bob> owner") == (None, "U0BOB", "owner")
+    assert incident_subcommands._parse_assign("inc-0007 <@W0ANN> scribe") == ("INC-0007", "W0ANN", "scribe")
 
 
 def test_the_fingerprint_is_stable_for_retries_and_differs_between_invocations() -> None:

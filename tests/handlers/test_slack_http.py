@@ -157,6 +157,25 @@ def test_a_slack_error_on_the_root_message_is_reported_and_the_next_job_posts_it
     assert len(bot.services.incidents.list_open()) == 1
 
 
+def test_where_the_bot_cannot_post_the_error_reaches_the_caller_through_response_url(bot: BotUnderTest) -> None:
+    bot.slack.fail_next("chat.postMessage", error="not_in_channel")
+    bot.slack.fail_next("chat.postEphemeral", error="not_in_channel")
+    bot.command("job ml/train-llama", channel_id="D0DIRECT")
+    (fallback,) = bot.slack.calls_to("response_url")
+    assert fallback.params["response_type"] == "ephemeral"
+    assert "not_in_channel" in fallback.params["text"]
+
+
+def test_a_job_for_an_incident_still_being_opened_does_not_post_a_second_root(bot: BotUnderTest) -> None:
+    from bot.targets import parse_target
+
+    bot.services.incidents.open_for_target(target=parse_target("ml/racing"), channel_id="C0INC", opened_by="U0BOB")
+    bot.command("job ml/racing")
+    assert bot.slack.calls_to("chat.postMessage") == []
+    (ephemeral,) = bot.slack.calls_to("chat.postEphemeral")
+    assert "being opened right now" in ephemeral.params["text"]
+
+
 def test_a_rate_limited_call_is_retried_after_retry_after(bot: BotUnderTest) -> None:
     bot.slack.rate_limit_next("chat.postMessage", retry_after=1)
     bot.command("job ml/train-llama")

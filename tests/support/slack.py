@@ -35,7 +35,12 @@ def sign(*, body: str, secret: str = SIGNING_SECRET, timestamp: int | None = Non
 
 
 def slash_body(
-    *, text: str, user_id: str = "U0ALICE", channel_id: str = "C0INC", trigger_id: str | None = None
+    *,
+    text: str,
+    user_id: str = "U0ALICE",
+    channel_id: str = "C0INC",
+    trigger_id: str | None = None,
+    response_url: str = "http://127.0.0.1:9/response-unused",
 ) -> str:
     """A form-encoded slash command body like Slack's."""
     fields = {
@@ -50,7 +55,7 @@ def slash_body(
         "text": text,
         "api_app_id": "A0TRIAGE",
         "is_enterprise_install": "false",
-        "response_url": "https://hooks.slack.invalid/commands/T0LAB/1/x",
+        "response_url": response_url,
         "trigger_id": trigger_id or f"{time.time_ns()}.lab.{hashlib.sha1(text.encode()).hexdigest()[:8]}",
     }
     return urllib.parse.urlencode(fields)
@@ -79,6 +84,7 @@ class BotUnderTest:
 
     def command(self, text: str, **kwargs: Any) -> requests.Response:
         """Send `/triage <text>` and wait until the work it started is done."""
+        kwargs.setdefault("response_url", self.slack.response_url())
         response = self.post(slash_body(text=text, **kwargs))
         assert self.services.work.wait_idle(timeout=30), "lazy work did not finish"
         return response

@@ -1,0 +1,243 @@
+"""The foundation's `/triage` subcommands: job, status, assign, note, list, help."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot import incidents as lifecycle
+from bot.incidents import IncidentError, IncidentView
+from bot.targets import ACCEPTED_FORMS, InvalidTarget, parse_target
+from handlers import blocks
+from handlers.commands import INCIDENT_KEY, USER_MENTION, CommandContext, Subcommand, UsageError
+from handlers.services import Services
+
+log = logging.getLogger(__name__)
+
+ROOT_POST_FAILED = "root_post_failed"
+OPENING_GRACE = timedelta(seconds=60)
+
+
+def _check_job(rest: str) -> None:
+    try:
+        parse_target(rest)
+    except InvalidTarget as error:
+        raise UsageError(f"{error} Type `/triage job <id>`.") from None
+
+
+def _run_job(ctx: CommandContext) -> None:
+    services = ctx.services
+    target = parse_target(ctx.rest)
+    result = services.incidents.open_for_target(
+        target=target, channel_id=ctx.channel_id, opened_by=ctx.user_id
+    )
+    incident = result.incident
+    if not result.created and incident.thread_ts:
+        where = _permalink(ctx.client, incident) or f"the thread in <#{incident.channel_id}>"
+        ctx.reply_ephemeral(
+            f"{incident.key} is already open for `{incident.target}` (status {incident.status}): {where}. "
+            f"Work in its thread, or `/triage status {incident.key} <status>`."
+        )
+        return
+    if not result.created and _being_opened(services, incident):
+        ctx.reply_ephemeral(
+            f"{incident.key} for `{incident.target}` is being opened right now; its message appears in a moment."
+        )
+        return
+    # New incident, or one whose root message never reached Slack: post the root now.
+    try:
+        root = ctx.client.chat_postMessage(
+            channel=ctx.channel_id,
+            text=blocks.incident_root_text(incident=incident),
+            blocks=blocks.validate_blocks(blocks.incident_root(incident=incident)),
+        )
+    except SlackApiError as error:
+        services.incidents.add_timeline_entry(
+            incident_key=incident.key,
+            actor=lifecycle.BOT_ACTOR,
+            kind=ROOT_POST_FAILED,
+            text=f"Slack refused the root message: {error.response.get('error')}",
+        )
+        raise
+    incident = services.incidents.attach_root_message(
+        incident_key=incident.key, channel_id=str(root["channel"]), ts=str(root["ts"])
+    )
+    ctx.post_in_thread(
+        incident,
+        text=f"{incident.key} opened by <@{ctx.user_id}>, who is commander until reassigned "
+        f"(`/triage assign @someone commander`). Taking a bounded snapshot of `{incident.target}`…",
+    )
+    if services.diagnoser is None:
+        ctx.post_in_thread(incident, text="No cluster is configured, so no snapshot was taken.")
+        return
+    try:
+        report = services.incidents.run_snapshot(incident_key=incident.key, settings=services.settings)
+    except Exception as error:
+        log.exception("snapshot failed for %s", incident.key)
+        services.incidents.add_timeline_entry(
+            incident_key=incident.key,
+            actor=lifecycle.BOT_ACTOR,
+            kind="snapshot_failed",
+            text=f"Snapshot failed: {type(error).__name__}",
+        )
+        ctx.post_in_thread(
+            incident,
+            text=f"The snapshot failed ({type(error).__name__}); the incident stays open. "
+            "Check the bot's logs and cluster access.",
+        )
+        return
+    ctx.post_in_thread(
+        incident,
+        text=blocks.snapshot_text(incident_key=incident.key, report=report),
+        blocks_=blocks.snapshot_findings(
+            incident_key=incident.key, report=report, label=services.diagnoser_label
+        ),
+    )
+    incident = services.incidents.get(incident_key=incident.key)
+    ctx.client.chat_update(
+        channel=incident.channel_id,
+        ts=incident.thread_ts,
+        text=blocks.incident_root_text(incident=incident),
+        blocks=blocks.validate_blocks(blocks.incident_root(incident=incident, report=report)),
+    )
+
+
+def _being_opened(services: Services, incident: IncidentView) -> bool:
+    """Another request (or replica) opened it moments ago and is posting its root message now."""
+    if incident.thread_ts or services.incidents.timeline(incident.key)[-1].kind == ROOT_POST_FAILED:
+        return False
+    return services.incidents.clock() - incident.opened_at < OPENING_GRACE
+
+
+def _permalink(client: WebClient, incident: IncidentView) -> str | None:
+    try:
+        return str(
+            client.chat_getPermalink(channel=incident.channel_id, message_ts=incident.thread_ts)["permalink"]
+        )
+    except SlackApiError:
+        return None
+
+
+def _check_status(rest: str) -> None:
+    words = rest.split()
+    if not words or words[-1].lower() not in lifecycle.STATUSES:
+        raise UsageError(
+            f"Type `/triage status <{'|'.join(lifecycle.STATUSES)}>` (optionally after an INC- key)."
+        )
+
+
+def _run_status(ctx: CommandContext) -> None:
+    incident, rest = ctx.incident_and_rest()
+    updated = ctx.services.incidents.set_status(incident_key=incident.key, status=rest, actor=ctx.user_id)
+    ctx.post_in_thread(
+        updated, text=f"<@{ctx.user_id}> set {updated.key} to *{updated.status}* (was {incident.status})."
+    )
+    ctx.refresh_root(updated)
+
+
+def _parse_assign(rest: str) -> tuple[str | None, str, str]:
+    words = rest.split()
+    key = words.pop(0).upper() if words and INCIDENT_KEY.match(words[0]) else None
+    if len(words) != 2:
+        raise UsageError("Type `/triage assign @person <commander|owner|scribe|observer|owner:<layer>>`.")
+    mention, role = words
+    match = USER_MENTION.match(mention)
+    if match is None:
+        raise UsageError(
+            f"Couldn't tell who `{mention[:40]}` is: pick the person from Slack's @ autocomplete, "
+            "e.g. `/triage assign @alex owner`."
+        )
+    return key, match.group(1), role
+
+
+def _check_assign(rest: str) -> None:
+    _key, _user, role = _parse_assign(rest)
+    try:
+        lifecycle.normalise_role(role)
+    except IncidentError as error:
+        raise UsageError(str(error)) from None
+
+
+def _run_assign(ctx: CommandContext) -> None:
+    key, user_id, role = _parse_assign(ctx.rest)
+    incident = (
+        ctx.services.incidents.get(incident_key=key)
+        if key
+        else ctx.services.incidents.open_in_channel(channel_id=ctx.channel_id)
+    )
+    updated = ctx.services.incidents.assign(
+        incident_key=incident.key, user_id=user_id, role=role, actor=ctx.user_id
+    )
+    ctx.post_in_thread(
+        updated,
+        text=f"<@{ctx.user_id}> made <@{user_id}> *{lifecycle.normalise_role(role)}* of {updated.key}.",
+    )
+    ctx.refresh_root(updated)
+
+
+def _check_note(rest: str) -> None:
+    words = rest.split()
+    if not words or (len(words) == 1 and INCIDENT_KEY.match(words[0])):
+        raise UsageError("Type `/triage note <what you saw or did>`.")
+
+
+def _run_note(ctx: CommandContext) -> None:
+    incident, text = ctx.incident_and_rest()
+    item = ctx.services.incidents.add_note(incident_key=incident.key, text=text, actor=ctx.user_id)
+    ctx.post_in_thread(incident, text=f":memo: <@{ctx.user_id}> noted: {blocks.clip(item.text, limit=3500)}")
+
+
+def _run_list(ctx: CommandContext) -> None:
+    open_incidents = ctx.services.incidents.list_open()
+    ctx.reply_ephemeral(
+        f"{len(open_incidents)} open incident(s)", blocks_=blocks.open_list(incidents=open_incidents)
+    )
+
+
+def _run_help(ctx: CommandContext) -> None:
+    ctx.reply_ephemeral("triage-bot commands", blocks_=help_blocks(ctx.services))
+
+
+def help_blocks(services: Services) -> list[blocks.Block]:
+    """Usage lines for every registered subcommand."""
+    return blocks.help_blocks(usages=[(item.usage, item.summary) for item in services.subcommands.values()])
+
+
+def default_subcommands() -> list[Subcommand]:
+    """The foundation's subcommands."""
+    return [
+        Subcommand(
+            name="job",
+            usage="job <id>",
+            summary=f"open an incident and take a snapshot; id: {ACCEPTED_FORMS}",
+            run=_run_job,
+            check=_check_job,
+            working_text=":hourglass_flowing_sand: Opening an incident and taking a bounded snapshot…",
+        ),
+        Subcommand(
+            name="status",
+            usage=f"status [INC-n] <{'|'.join(lifecycle.STATUSES)}>",
+            summary="move the incident along",
+            run=_run_status,
+            check=_check_status,
+        ),
+        Subcommand(
+            name="assign",
+            usage="assign [INC-n] @person <role>",
+            summary="roles: commander, owner, scribe, observer, owner:<layer>",
+            run=_run_assign,
+            check=_check_assign,
+        ),
+        Subcommand(
+            name="note",
+            usage="note [INC-n] <text>",
+            summary="add a note to the timeline",
+            run=_run_note,
+            check=_check_note,
+        ),
+        Subcommand(name="list", usage="list", summary="open incidents", run=_run_list),
+        Subcommand(name="help", usage="help", summary="this list", run=_run_help),
+    ]

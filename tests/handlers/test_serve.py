@@ -1,0 +1,90 @@
+"""`triage-bot serve` in a real process: the same server answers signed Slack requests and probes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from bot.lab.slack_api import BOT_TOKEN, SlackApiStandIn
+from tests.support.slack import SIGNING_SECRET, sign, slash_body
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def served(tmp_path: Path, slack_stand_in: SlackApiStandIn) -> Iterator[str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "PYTHONUNBUFFERED": "1",
+        "SLACK_BOT_TOKEN": BOT_TOKEN,
+        "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+        "SLACK_API_URL": slack_stand_in.base_url,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'served.db'}",
+        "TRIAGE_SCHEDULER_ENABLED": "false",
+    }
+    env.pop("SLACK_APP_TOKEN", None)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from handlers.cli import main; main()",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    found: list[str] = []
+
+    def read_banner() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if "HTTP mode" in line:
+                found.append(line.rsplit("http://", 1)[1].strip())
+                return
+
+    reader = threading.Thread(target=read_banner, daemon=True)
+    reader.start()
+    reader.join(timeout=60)
+    try:
+        assert found, "serve did not report its address"
+        yield f"http://{found[0]}"
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def test_serve_answers_signed_commands_and_probes_on_one_port(
+    served: str, slack_stand_in: SlackApiStandIn
+) -> None:
+    body = slash_body(text="job ml/served")
+    headers = {"Content-Type": "application/x-www-form-urlencoded", **sign(body=body)}
+    response = requests.post(f"{served}/slack/events", data=body.encode(), headers=headers, timeout=10)
+    assert response.status_code == 200
+    assert slack_stand_in.wait_for(
+        lambda calls: any("No cluster is configured" in str(call.params.get("text")) for call in calls),
+        timeout=30,
+    )
+    roots = [c for c in slack_stand_in.calls_to("chat.postMessage") if "thread_ts" not in c.params]
+    assert len(roots) == 1 and "INC-0001" in str(roots[0].params["text"])
+    assert requests.get(f"{served}/readyz", timeout=10).json()["ready"] is True
+    assert "triage_commands_total" in requests.get(f"{served}/metrics", timeout=10).text
+    forged = {"Content-Type": "application/x-www-form-urlencoded", **sign(body=body, secret="wrong")}
+    assert (
+        requests.post(f"{served}/slack/events", data=body.encode(), headers=forged, timeout=10).status_code
+        == 401
+    )
