@@ -42,8 +42,8 @@ from handlers.commands import (
     CommandContext,
     Subcommand,
     UsageError,
-    default_subcommands,
 )
+from handlers.incident_subcommands import default_subcommands
 from handlers.records_area import RecordsArea, build_area
 from handlers.services import Services
 from handlers.slack_app import make_web_client
