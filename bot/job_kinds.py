@@ -172,8 +172,13 @@ def build_handlers(
         thread = directory.thread(incident_key=context.job.incident_key or "")
         if thread is None or thread.status in CLOSED_STATUSES:
             return {"skipped": "incident closed or gone"}
-        who = f"<@{thread.owner}>" if thread.owner else "Nobody owns this incident yet: commander, please `/triage assign`."
         interval = update_interval(severity=thread.severity)
+        if thread.owner and thread.last_update_at is not None and context.now - thread.last_update_at < interval:
+            # The incident moved recently: no nudge; look again one interval after that update.
+            context.store.enqueue(kind=JobKind.UPDATE_REMINDER, incident_key=thread.key,
+                                  due_at=thread.last_update_at + interval, payload={"severity": thread.severity})
+            return {"skipped": "updated recently", "last_update_at": thread.last_update_at.isoformat()}
+        who = f"<@{thread.owner}>" if thread.owner else "Nobody owns this incident yet: commander, please `/triage assign`."
         notifier.post_thread(
             channel=thread.channel,
             thread_ts=thread.thread_ts,

@@ -139,3 +139,19 @@ def test_the_weekly_digest_lists_overdue_actions_of_that_channel_and_requeues(wo
     assert digest.where == "C1" and "Alert on quota drops" in digest.text and "Already fixed" not in digest.text
     pending = [job for job in world.store.jobs(kind=JobKind.WEEKLY_DIGEST) if job.done_at is None]
     assert [job.due_at for job in pending] == [world.clock.now + timedelta(days=7)]
+
+
+def test_an_owner_who_updated_within_the_interval_is_not_nudged_until_the_interval_after_that(world) -> None:
+    import dataclasses
+
+    schedule_update_reminder(store=world.store, thread=THREAD, now=world.clock.now)
+    world.clock.advance(timedelta(minutes=15))
+    updated_at = world.clock.now - timedelta(minutes=5)
+    world.directory.threads["INC-0001"] = dataclasses.replace(THREAD, last_update_at=updated_at)
+    assert world.runner.run_due().ran == 1
+    assert world.notifier.posts == []
+    pending = [job for job in world.store.jobs(kind=JobKind.UPDATE_REMINDER) if job.done_at is None]
+    assert [job.due_at for job in pending] == [updated_at + timedelta(minutes=15)]
+    world.clock.advance(timedelta(minutes=10))
+    world.runner.run_due()
+    assert "due an update" in world.notifier.posts[-1].text
