@@ -103,17 +103,23 @@ def gain_repeated(*, measurements: tuple[MeasurementView, ...], higher_is_better
     windows = {item.window for item in measurements}
     if len(windows) < MIN_VALIDATION_WINDOWS:
         return False
-    return all(window_shows_benefit(measurement=item, higher_is_better=higher_is_better) for item in measurements)
+    return all(
+        window_shows_benefit(measurement=item, higher_is_better=higher_is_better) for item in measurements
+    )
 
 
-_MEASURE_PATTERN = re.compile(r"^\s*(?P<value>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>\S.*)?$")
+_MEASURE_PATTERN = re.compile(
+    r"^\s*(?P<value>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>\S.*)?$"
+)
 
 
 def parse_value_with_unit(*, text: str) -> tuple[float, str]:
     """Read `1450tok/s` or `12.5 ms` into a number and its unit; a unit is required."""
     match = _MEASURE_PATTERN.match(text)
     if not match or not match.group("unit"):
-        raise ChangeError(f"Could not read {text!r} as a number with a unit: write it like `1450tok/s` or `12.5ms`.")
+        raise ChangeError(
+            f"Could not read {text!r} as a number with a unit: write it like `1450tok/s` or `12.5ms`."
+        )
     value = float(match.group("value"))
     if not math.isfinite(value):
         raise ChangeError(f"{text!r} is not a finite number.")
@@ -297,7 +303,9 @@ class ChangeService:
         """Every change of an incident, oldest first."""
         with Session(self._engine) as session:
             rows = session.exec(
-                select(tables.Change).where(tables.Change.incident_key == incident_key).order_by(tables.Change.id)
+                select(tables.Change)
+                .where(tables.Change.incident_key == incident_key)
+                .order_by(tables.Change.id)
             ).all()
             return tuple(self._view(session=session, row=row) for row in rows)
 
@@ -312,7 +320,10 @@ class ChangeService:
             warning = ""
             if target is ChangeState.APPLIED:
                 warning = self._unvalidated_warning(
-                    session=session, incident_key=row.incident_key, excluding=change_id, states=(ChangeState.APPLIED,)
+                    session=session,
+                    incident_key=row.incident_key,
+                    excluding=change_id,
+                    states=(ChangeState.APPLIED,),
                 )
             if target is ChangeState.VALIDATED:
                 view = self._view(session=session, row=row)

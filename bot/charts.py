@@ -26,7 +26,9 @@ def change_chart_png(*, change: ChangeView) -> bytes:
     labels = [item.window for item in change.measurements]
     values = [item.value for item in change.measurements]
     colours = [
-        "#2e7d32" if window_shows_benefit(measurement=item, higher_is_better=change.higher_is_better) else "#c62828"
+        "#2e7d32"
+        if window_shows_benefit(measurement=item, higher_is_better=change.higher_is_better)
+        else "#c62828"
         for item in change.measurements
     ]
     unit = change.measurements[0].unit
@@ -37,8 +39,12 @@ def change_chart_png(*, change: ChangeView) -> bytes:
     axes = figure.add_subplot()
     positions = list(range(len(labels)))
     axes.bar(positions, values, color=colours, width=0.6, label=f"{change.metric} per window")
-    axes.axhline(baseline, color="#455a64", linestyle="--", linewidth=1.5, label=f"baseline {baseline:g} {unit}")
-    axes.axhline(threshold, color="#ef6c00", linestyle=":", linewidth=2, label=f"threshold {threshold:g} {unit}")
+    axes.axhline(
+        baseline, color="#455a64", linestyle="--", linewidth=1.5, label=f"baseline {baseline:g} {unit}"
+    )
+    axes.axhline(
+        threshold, color="#ef6c00", linestyle=":", linewidth=2, label=f"threshold {threshold:g} {unit}"
+    )
     for position, value in zip(positions, values, strict=True):
         axes.annotate(f"{value:g}", (position, value), ha="center", va="bottom", fontsize=8)
     axes.set_xticks(positions, labels)

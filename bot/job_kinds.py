@@ -116,7 +116,11 @@ def validation_prefix(*, change_id: int) -> str:
 
 
 def schedule_validation_windows(
-    *, store: JobStore, change: ChangeView, applied_at: datetime, offsets: tuple[timedelta, ...] = VALIDATION_OFFSETS
+    *,
+    store: JobStore,
+    change: ChangeView,
+    applied_at: datetime,
+    offsets: tuple[timedelta, ...] = VALIDATION_OFFSETS,
 ) -> list[int]:
     """Queue one re-validation snapshot per offset after a change was applied (once per change and window)."""
     queued: list[int] = []
@@ -134,7 +138,9 @@ def schedule_validation_windows(
     return queued
 
 
-def schedule_prevention_followup(*, store: JobStore, action_id: int, incident_key: str, due_on: date) -> int | None:
+def schedule_prevention_followup(
+    *, store: JobStore, action_id: int, incident_key: str, due_on: date
+) -> int | None:
     """Queue the owner's reminder for the morning (09:00 UTC) of the due date."""
     due_at = datetime(due_on.year, due_on.month, due_on.day, 9, tzinfo=store.clock().tzinfo)
     return store.enqueue(
@@ -173,12 +179,24 @@ def build_handlers(
         if thread is None or thread.status in CLOSED_STATUSES:
             return {"skipped": "incident closed or gone"}
         interval = update_interval(severity=thread.severity)
-        if thread.owner and thread.last_update_at is not None and context.now - thread.last_update_at < interval:
+        if (
+            thread.owner
+            and thread.last_update_at is not None
+            and context.now - thread.last_update_at < interval
+        ):
             # The incident moved recently: no nudge; look again one interval after that update.
-            context.store.enqueue(kind=JobKind.UPDATE_REMINDER, incident_key=thread.key,
-                                  due_at=thread.last_update_at + interval, payload={"severity": thread.severity})
+            context.store.enqueue(
+                kind=JobKind.UPDATE_REMINDER,
+                incident_key=thread.key,
+                due_at=thread.last_update_at + interval,
+                payload={"severity": thread.severity},
+            )
             return {"skipped": "updated recently", "last_update_at": thread.last_update_at.isoformat()}
-        who = f"<@{thread.owner}>" if thread.owner else "Nobody owns this incident yet: commander, please `/triage assign`."
+        who = (
+            f"<@{thread.owner}>"
+            if thread.owner
+            else "Nobody owns this incident yet: commander, please `/triage assign`."
+        )
         notifier.post_thread(
             channel=thread.channel,
             thread_ts=thread.thread_ts,
@@ -226,7 +244,9 @@ def build_handlers(
     def prevention_followup(context: JobContext) -> dict[str, Any] | None:
         """Remind the owner of an open prevention action on its due date."""
         action_id = int(context.job.payload["action_id"])
-        actions = {item.id: item for item in prevention.for_incident(incident_key=context.job.incident_key or "")}
+        actions = {
+            item.id: item for item in prevention.for_incident(incident_key=context.job.incident_key or "")
+        }
         action = actions.get(action_id)
         if action is None or action.status != OPEN:
             return {"skipped": "action closed or gone"}
@@ -237,7 +257,9 @@ def build_handlers(
         notifier.post_direct(user=action.owner, text=text)
         thread = directory.thread(incident_key=action.incident_key)
         if thread is not None:
-            notifier.post_thread(channel=thread.channel, thread_ts=thread.thread_ts, text=f"<@{action.owner}> {text}")
+            notifier.post_thread(
+                channel=thread.channel, thread_ts=thread.thread_ts, text=f"<@{action.owner}> {text}"
+            )
         return {"reminded": action.owner}
 
     def weekly_digest(context: JobContext) -> dict[str, Any] | None:

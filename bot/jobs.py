@@ -133,7 +133,9 @@ class JobStore:
     ) -> int | None:
         """Add a job inside the caller's transaction (so it commits with the change that caused it)."""
         if dedupe_key is not None:
-            exists = session.exec(select(tables.ScheduledJob.id).where(tables.ScheduledJob.dedupe_key == dedupe_key))
+            exists = session.exec(
+                select(tables.ScheduledJob.id).where(tables.ScheduledJob.dedupe_key == dedupe_key)
+            )
             if exists.first() is not None:
                 return None
         row = tables.ScheduledJob(
@@ -173,7 +175,11 @@ class JobStore:
                     .values(claimed_by=instance_id, claimed_at=now, attempts=table.c.attempts + 1)
                 )
                 if result.rowcount == 1:
-                    row = connection.execute(sqlalchemy.select(table).where(table.c.id == job_id)).mappings().one()
+                    row = (
+                        connection.execute(sqlalchemy.select(table).where(table.c.id == job_id))
+                        .mappings()
+                        .one()
+                    )
                     claimed.append(
                         JobView(
                             id=row["id"],
@@ -206,7 +212,9 @@ class JobStore:
             values.update(claimed_by=None, claimed_at=None, due_at=retry_at)
         with self._engine.begin() as connection:
             connection.execute(
-                sqlalchemy.update(table).where(table.c.id == job_id, table.c.claimed_by == instance_id).values(**values)
+                sqlalchemy.update(table)
+                .where(table.c.id == job_id, table.c.claimed_by == instance_id)
+                .values(**values)
             )
 
     def release_stale(self, *, lease: timedelta) -> int:
@@ -216,7 +224,9 @@ class JobStore:
         with self._engine.begin() as connection:
             result = connection.execute(
                 sqlalchemy.update(table)
-                .where(table.c.done_at.is_(None), table.c.claimed_by.is_not(None), table.c.claimed_at < cutoff)
+                .where(
+                    table.c.done_at.is_(None), table.c.claimed_by.is_not(None), table.c.claimed_at < cutoff
+                )
                 .values(claimed_by=None, claimed_at=None)
             )
             return result.rowcount or 0
@@ -252,11 +262,15 @@ class JobStore:
             conditions.append(table.c.dedupe_key.startswith(dedupe_prefix, autoescape=True))
         with self._engine.begin() as connection:
             result = connection.execute(
-                sqlalchemy.update(table).where(*conditions).values(done_at=self._clock(), last_error="cancelled")
+                sqlalchemy.update(table)
+                .where(*conditions)
+                .values(done_at=self._clock(), last_error="cancelled")
             )
             return result.rowcount or 0
 
-    def jobs(self, *, incident_key: str | None = None, kind: str | None = None) -> tuple[tables.ScheduledJob, ...]:
+    def jobs(
+        self, *, incident_key: str | None = None, kind: str | None = None
+    ) -> tuple[tables.ScheduledJob, ...]:
         """Every job (done or not), for records and tests."""
         with Session(self._engine) as session:
             query = select(tables.ScheduledJob).order_by(tables.ScheduledJob.due_at, tables.ScheduledJob.id)
@@ -314,7 +328,10 @@ class JobRunner:
             handler = self._handlers.get(job.kind)
             if handler is None:
                 self._store.fail(
-                    job_id=job.id, instance_id=self._instance_id, error=f"no handler for kind {job.kind!r}", retry_at=None
+                    job_id=job.id,
+                    instance_id=self._instance_id,
+                    error=f"no handler for kind {job.kind!r}",
+                    retry_at=None,
                 )
                 failed += 1
                 continue

@@ -33,7 +33,9 @@ def parse_role(*, text: str) -> str:
     if prefix == "owner" and layer in {item.value for item in Layer}:
         return role
     layers = ", ".join(f"owner:{item.value}" for item in Layer)
-    raise ValueError(f"Unknown role {text!r}: use one of {', '.join(BASE_ROLES)}, or a layer owner ({layers}).")
+    raise ValueError(
+        f"Unknown role {text!r}: use one of {', '.join(BASE_ROLES)}, or a layer owner ({layers})."
+    )
 
 
 def role_expectations(*, role: str, incident_key: str, target: str) -> str:

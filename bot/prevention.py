@@ -90,7 +90,14 @@ class PreventionService:
         self._on_event = on_event
 
     def add(
-        self, *, incident_key: str, description: str, owner: str, due_on: date, guardrail_check: str, actor: str
+        self,
+        *,
+        incident_key: str,
+        description: str,
+        owner: str,
+        due_on: date,
+        guardrail_check: str,
+        actor: str,
     ) -> PreventionView:
         """Record one prevention action."""
         if not description.strip() or not guardrail_check.strip() or not owner.strip():

@@ -33,7 +33,9 @@ def timeline_sink(*, clock: Callable[[], datetime] = findings.utcnow) -> Callabl
         if incident is None:
             raise IncidentError(f"There is no incident {incident_key[:20]}.")
         session.add(
-            TimelineEntry(incident_id=incident.id, at=clock(), actor=actor, kind=kind[:32], text=text[:4000], data={})
+            TimelineEntry(
+                incident_id=incident.id, at=clock(), actor=actor, kind=kind[:32], text=text[:4000], data={}
+            )
         )
 
     return write
@@ -51,7 +53,9 @@ def load_incident_data(
     with Session(engine) as session:
         incident = incident_repo.by_key(session, key=incident_key.strip().upper())
         if incident is None:
-            raise IncidentError(f"There is no incident {incident_key[:20]}. `triage-bot` lists none by that key.")
+            raise IncidentError(
+                f"There is no incident {incident_key[:20]}. `triage-bot` lists none by that key."
+            )
         roles = session.exec(
             select(RoleAssignment)
             .where(RoleAssignment.incident_id == incident.id, RoleAssignment.active.is_(True))  # type: ignore[attr-defined]
@@ -60,8 +64,12 @@ def load_incident_data(
         timeline = incident_repo.timeline(session, incident_id=incident.id)
         snapshots = incident_repo.snapshots(session, incident_id=incident.id)
         key = incident.key or ""
-        data_roles = tuple(RoleEntry(role=row.role, user=row.user_id, assigned_at=row.assigned_at) for row in roles)
-        data_timeline = tuple(TimelineItem(at=row.at, kind=row.kind, actor=row.actor, text=row.text) for row in timeline)
+        data_roles = tuple(
+            RoleEntry(role=row.role, user=row.user_id, assigned_at=row.assigned_at) for row in roles
+        )
+        data_timeline = tuple(
+            TimelineItem(at=row.at, kind=row.kind, actor=row.actor, text=row.text) for row in timeline
+        )
         data_snapshots = tuple(dict(row.report) for row in snapshots)
         fields = {
             "key": key,
@@ -79,7 +87,9 @@ def load_incident_data(
         if job.done_at is not None and job.result:
             validations.append(dict(job.result))
         elif job.done_at is None:
-            validations.append({**job.payload, "pending": True, "due_at": job.due_at.isoformat() if job.due_at else ""})
+            validations.append(
+                {**job.payload, "pending": True, "due_at": job.due_at.isoformat() if job.due_at else ""}
+            )
     return IncidentData(
         **fields,
         roles=data_roles,
@@ -164,8 +174,16 @@ def set_severity(
         incident.severity = wanted
         incident.updated_at = incidents.clock()
         session.add(incident)
-        session.add(TimelineEntry(incident_id=incident.id, at=incidents.clock(), actor=actor, kind="severity",
-                                  text=f"Severity {previous} -> {wanted}", data={"from": previous, "to": wanted}))
+        session.add(
+            TimelineEntry(
+                incident_id=incident.id,
+                at=incidents.clock(),
+                actor=actor,
+                kind="severity",
+                text=f"Severity {previous} -> {wanted}",
+                data={"from": previous, "to": wanted},
+            )
+        )
     return LifecycleStep(incident=incidents.get(incident_key=incident_key), previous=previous)
 
 
@@ -180,9 +198,16 @@ def reopen(*, incidents: IncidentService, incident_key: str, actor: str) -> Life
             incident.resolved_at = None
             incident.updated_at = incidents.clock()
             session.add(incident)
-            session.add(TimelineEntry(incident_id=incident.id, at=incidents.clock(), actor=actor, kind="status",
-                                      text="Status resolved -> investigating (reopened)",
-                                      data={"from": "resolved", "to": "investigating"}))
+            session.add(
+                TimelineEntry(
+                    incident_id=incident.id,
+                    at=incidents.clock(),
+                    actor=actor,
+                    kind="status",
+                    text="Status resolved -> investigating (reopened)",
+                    data={"from": "resolved", "to": "investigating"},
+                )
+            )
     except sqlalchemy.exc.IntegrityError:
         raise IncidentError(
             f"{incident_key} cannot be reopened: its workload already has another open incident."

@@ -24,8 +24,10 @@ from bot.prevention import PreventionView
 
 GAP = "_not recorded_"
 NARRATIVE_LABELS = ("summary", "impact", "root cause", "remediation", "next")
-_LABEL_PATTERN = re.compile(r"^\s*(?P<label>summary|impact|root[ _-]?cause|remediation|next(?: action)?)\s*:\s*(?P<text>.+)$",
-                            re.IGNORECASE | re.DOTALL)
+_LABEL_PATTERN = re.compile(
+    r"^\s*(?P<label>summary|impact|root[ _-]?cause|remediation|next(?: action)?)\s*:\s*(?P<text>.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -249,13 +251,21 @@ def evidence_commands(*, snapshots: tuple[Mapping[str, Any], ...]) -> tuple[Comm
         for finding in snapshot.get("findings", ()):
             for evidence in finding.get("evidence", ()):
                 items.append(
-                    (evidence.get("command", ""), evidence.get("observed_at", ""), evidence.get("source", ""),
-                     evidence.get("excerpt", ""))
+                    (
+                        evidence.get("command", ""),
+                        evidence.get("observed_at", ""),
+                        evidence.get("source", ""),
+                        evidence.get("excerpt", ""),
+                    )
                 )
         for observation in snapshot.get("observations", ()):
             items.append(
-                (observation.get("command", ""), observation.get("observed_at", ""), observation.get("source", ""),
-                 observation.get("text", ""))
+                (
+                    observation.get("command", ""),
+                    observation.get("observed_at", ""),
+                    observation.get("source", ""),
+                    observation.get("text", ""),
+                )
             )
         for command, at, source, excerpt in items:
             if not command or (command, at) in seen:
@@ -343,7 +353,8 @@ def build_handoff(*, data: IncidentData, now: datetime | None = None) -> Handoff
         owner_role=owner[0] if owner else None,
         commander=_role(data, "commander"),
         other_roles=tuple(
-            f"{item.role}: <@{item.user}>" for item in data.roles
+            f"{item.role}: <@{item.user}>"
+            for item in data.roles
             if item.role != "commander" and (item.role, item.user) != owner
         ),
         placement=tuple(sorted((latest or {}).get("placement", {}).items())),
@@ -371,13 +382,16 @@ def _recurrence(data: IncidentData) -> tuple[str, ...]:
         if result.get("pending"):
             continue
         state = "STILL REPRODUCES" if result.get("reproduces") else "does not reproduce"
-        rules = ", ".join(result.get("still_reproducing_rules", ())) or ", ".join(result.get("original_rules", ()))
+        rules = ", ".join(result.get("still_reproducing_rules", ())) or ", ".join(
+            result.get("original_rules", ())
+        )
         lines.append(
             f"Validation window {result.get('window')} after change #{result.get('change_id')} "
             f"({result.get('taken_at')}): original failure {state} (rules: {rules or 'none recorded'})."
         )
     lines.extend(
-        f"Guardrail for prevention #{item.id} ({item.status}): {item.guardrail_check}" for item in data.prevention
+        f"Guardrail for prevention #{item.id} ({item.status}): {item.guardrail_check}"
+        for item in data.prevention
     )
     return tuple(lines)
 
@@ -389,11 +403,14 @@ def build_postmortem(*, data: IncidentData, now: datetime | None = None) -> Post
     verdict = first.get("verdict") or {}
     layer = verdict.get("layer")
     proving = [
-        finding for finding in first.get("findings", ()) if layer is not None and finding.get("layer") == layer
+        finding
+        for finding in first.get("findings", ())
+        if layer is not None and finding.get("layer") == layer
     ]
     changes = tuple(_change_summary(key=data.key, change=change) for change in data.changes)
     rejected = tuple(
-        item for item, change in zip(changes, data.changes, strict=True)
+        item
+        for item, change in zip(changes, data.changes, strict=True)
         if change.state is ChangeState.ROLLED_BACK or (change.measurements and not change.gain_repeated)
     )
     remediation = told.get("remediation")

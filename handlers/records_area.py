@@ -28,18 +28,26 @@ class SlackNotifier:
         """Token and base URL live on the client."""
         self._client = client
 
-    def post_thread(self, *, channel: str, thread_ts: str, text: str, buttons: tuple[Button, ...] = ()) -> None:
+    def post_thread(
+        self, *, channel: str, thread_ts: str, text: str, buttons: tuple[Button, ...] = ()
+    ) -> None:
         """A thread reply, with buttons rendered as Block Kit."""
         kwargs: dict[str, Any] = {"channel": channel, "text": blocks.clip(text, limit=3900)}
         if thread_ts:
             kwargs["thread_ts"] = thread_ts
         if buttons:
-            kwargs["blocks"] = blocks.validate_blocks([
-                blocks.section(blocks.clip(text, limit=2900)),
-                {"type": "actions", "elements": [
-                    blocks.button(text=item.label, action_id=item.action_id, value=item.value) for item in buttons
-                ]},
-            ])
+            kwargs["blocks"] = blocks.validate_blocks(
+                [
+                    blocks.section(blocks.clip(text, limit=2900)),
+                    {
+                        "type": "actions",
+                        "elements": [
+                            blocks.button(text=item.label, action_id=item.action_id, value=item.value)
+                            for item in buttons
+                        ],
+                    },
+                ]
+            )
         self._client.chat_postMessage(**kwargs)
 
     def post_direct(self, *, user: str, text: str) -> None:
@@ -54,7 +62,12 @@ class SlackNotifier:
         self, *, channel: str, thread_ts: str, filename: str, content: bytes, title: str, comment: str = ""
     ) -> None:
         """files.uploadV2 into the thread."""
-        kwargs: dict[str, Any] = {"channel": channel, "filename": filename, "content": content, "title": title}
+        kwargs: dict[str, Any] = {
+            "channel": channel,
+            "filename": filename,
+            "content": content,
+            "title": title,
+        }
         if thread_ts:
             kwargs["thread_ts"] = thread_ts
         if comment:
@@ -77,8 +90,11 @@ class RecordsArea:
     def incident_data(self, *, incidents: Any, incident_key: str) -> records.IncidentData:
         """Everything the records need about one incident."""
         return load_incident_data(
-            engine=incidents.engine, incident_key=incident_key, changes=self.changes,
-            prevention=self.prevention, jobs=self.jobs,
+            engine=incidents.engine,
+            incident_key=incident_key,
+            changes=self.changes,
+            prevention=self.prevention,
+            jobs=self.jobs,
         )
 
 
@@ -103,5 +119,12 @@ def build_area(
         store=jobs, handlers=handlers, instance_id=services.settings.instance_id or default_instance_id()
     )
     scheduler = JobScheduler(runner=runner, poll_seconds=services.settings.scheduler_poll_seconds)
-    return RecordsArea(changes=changes, prevention=prevention, jobs=jobs, runner=runner, scheduler=scheduler,
-                       notifier=notifier, clock=clock)
+    return RecordsArea(
+        changes=changes,
+        prevention=prevention,
+        jobs=jobs,
+        runner=runner,
+        scheduler=scheduler,
+        notifier=notifier,
+        clock=clock,
+    )

@@ -19,8 +19,15 @@ def _plain(text: str) -> dict[str, Any]:
     return {"type": "plain_text", "text": text[:150], "emoji": True}
 
 
-def _input(block_id: str, label: str, *, placeholder: str, multiline: bool = False, optional: bool = False,
-           max_length: int = 2000) -> dict[str, Any]:
+def _input(
+    block_id: str,
+    label: str,
+    *,
+    placeholder: str,
+    multiline: bool = False,
+    optional: bool = False,
+    max_length: int = 2000,
+) -> dict[str, Any]:
     return {
         "type": "input",
         "block_id": block_id,
@@ -41,16 +48,38 @@ def change_modal(*, incident_key: str, channel: str, thread_ts: str) -> dict[str
     return {
         "type": "modal",
         "callback_id": CHANGE_MODAL_CALLBACK,
-        "private_metadata": json.dumps({"incident": incident_key, "channel": channel, "thread_ts": thread_ts}),
+        "private_metadata": json.dumps(
+            {"incident": incident_key, "channel": channel, "thread_ts": thread_ts}
+        ),
         "title": _plain(f"Change {incident_key}"[:24]),
         "submit": _plain("Record change"),
         "close": _plain("Cancel"),
         "blocks": [
-            {"type": "context", "elements": [{"type": "mrkdwn", "text": "Tune *one* variable at a time; "
-                                              "a change without a rollback plan is not recorded."}]},
-            _input("what", "What changes", placeholder="Raise NCCL_IB_QPS_PER_CONNECTION from 1 to 4", multiline=True),
-            _input("variable", "The single variable tuned", placeholder="NCCL_IB_QPS_PER_CONNECTION", max_length=300),
-            _input("expected_effect", "Expected effect", placeholder="busbw back above 180 GB/s", multiline=True),
+            {
+                "type": "context",
+                "elements": [
+                    {
+                        "type": "mrkdwn",
+                        "text": "Tune *one* variable at a time; "
+                        "a change without a rollback plan is not recorded.",
+                    }
+                ],
+            },
+            _input(
+                "what",
+                "What changes",
+                placeholder="Raise NCCL_IB_QPS_PER_CONNECTION from 1 to 4",
+                multiline=True,
+            ),
+            _input(
+                "variable",
+                "The single variable tuned",
+                placeholder="NCCL_IB_QPS_PER_CONNECTION",
+                max_length=300,
+            ),
+            _input(
+                "expected_effect", "Expected effect", placeholder="busbw back above 180 GB/s", multiline=True
+            ),
             _input("metric", "Metric that shows it", placeholder="all-reduce busbw", max_length=200),
             _input("unit", "Unit", placeholder="GB/s", max_length=40, optional=True),
             _input("baseline", "Baseline value", placeholder="120", max_length=40, optional=True),
@@ -63,17 +92,28 @@ def change_modal(*, incident_key: str, channel: str, thread_ts: str) -> dict[str
                     "type": "static_select",
                     "action_id": "value",
                     "initial_option": {"text": _plain("higher"), "value": "higher"},
-                    "options": [{"text": _plain("higher"), "value": "higher"},
-                                {"text": _plain("lower"), "value": "lower"}],
+                    "options": [
+                        {"text": _plain("higher"), "value": "higher"},
+                        {"text": _plain("lower"), "value": "lower"},
+                    ],
                 },
             },
-            _input("rollback_plan", "Rollback plan", placeholder="set it back to 1 and restart the job", multiline=True),
+            _input(
+                "rollback_plan",
+                "Rollback plan",
+                placeholder="set it back to 1 and restart the job",
+                multiline=True,
+            ),
             {
                 "type": "input",
                 "block_id": "approved_by",
                 "optional": True,
                 "label": _plain("Approved by"),
-                "element": {"type": "users_select", "action_id": "value", "placeholder": _plain("Who approved")},
+                "element": {
+                    "type": "users_select",
+                    "action_id": "value",
+                    "placeholder": _plain("Who approved"),
+                },
             },
         ],
     }
@@ -100,7 +140,9 @@ def read_change_submission(*, view: dict[str, Any]) -> tuple[dict[str, Any], dic
     errors: dict[str, str] = {}
     for required in ("what", "variable", "expected_effect", "metric", "rollback_plan"):
         if not text(required):
-            errors[required] = "Required." if required != "rollback_plan" else "A change needs a rollback plan."
+            errors[required] = (
+                "Required." if required != "rollback_plan" else "A change needs a rollback plan."
+            )
     baseline = _number(values, "baseline", errors)
     threshold = _number(values, "threshold", errors)
     direction = ((values.get("direction") or {}).get("value") or {}).get("selected_option") or {}
@@ -132,12 +174,17 @@ def change_blocks(*, change: ChangeView, warning: str = "", headline: str = "") 
         lines.append(f"Approved by <@{change.approved_by}>")
     if change.measurements:
         lines.append(
-            "Windows: " + ", ".join(f"{m.window} {m.value:g} {m.unit}" for m in change.measurements)
+            "Windows: "
+            + ", ".join(f"{m.window} {m.value:g} {m.unit}" for m in change.measurements)
             + f" · gain repeated: {'yes' if change.gain_repeated else 'no'}"
         )
-    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)[:TEXT_LIMIT]}}]
+    blocks: list[dict[str, Any]] = [
+        {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)[:TEXT_LIMIT]}}
+    ]
     if warning:
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f":warning: {warning}"[:TEXT_LIMIT]}]})
+        blocks.append(
+            {"type": "context", "elements": [{"type": "mrkdwn", "text": f":warning: {warning}"[:TEXT_LIMIT]}]}
+        )
     buttons = []
     if change.state is ChangeState.PROPOSED:
         buttons.append(("Applied", APPLIED_ACTION, "primary"))
@@ -146,14 +193,22 @@ def change_blocks(*, change: ChangeView, warning: str = "", headline: str = "") 
     if change.state in (ChangeState.PROPOSED, ChangeState.APPLIED, ChangeState.VALIDATED):
         buttons.append(("Rolled back", ROLLED_BACK_ACTION, "danger"))
     if buttons:
-        blocks.append({
-            "type": "actions",
-            "block_id": f"change_{change.id}",
-            "elements": [
-                {"type": "button", "text": _plain(label), "action_id": action_id, "value": str(change.id), "style": style}
-                for label, action_id, style in buttons
-            ],
-        })
+        blocks.append(
+            {
+                "type": "actions",
+                "block_id": f"change_{change.id}",
+                "elements": [
+                    {
+                        "type": "button",
+                        "text": _plain(label),
+                        "action_id": action_id,
+                        "value": str(change.id),
+                        "style": style,
+                    }
+                    for label, action_id, style in buttons
+                ],
+            }
+        )
     return blocks
 
 
@@ -163,7 +218,11 @@ def assign_owner_block(*, incident_key: str) -> dict[str, Any]:
         "type": "actions",
         "block_id": f"assign_{incident_key}",
         "elements": [
-            {"type": "users_select", "action_id": ASSIGN_OWNER_ACTION, "placeholder": _plain("Assign an owner")}
+            {
+                "type": "users_select",
+                "action_id": ASSIGN_OWNER_ACTION,
+                "placeholder": _plain("Assign an owner"),
+            }
         ],
     }
 

@@ -23,7 +23,9 @@ class RecordingNotifier:
         self.posts: list[Posted] = []
         self.files: list[tuple[str, str, bytes]] = []
 
-    def post_thread(self, *, channel: str, thread_ts: str, text: str, buttons: tuple[Button, ...] = ()) -> None:
+    def post_thread(
+        self, *, channel: str, thread_ts: str, text: str, buttons: tuple[Button, ...] = ()
+    ) -> None:
         self.posts.append(Posted(where=f"{channel}/{thread_ts}", text=text, buttons=buttons))
 
     def post_direct(self, *, user: str, text: str) -> None:
@@ -32,8 +34,9 @@ class RecordingNotifier:
     def post_channel(self, *, channel: str, text: str) -> None:
         self.posts.append(Posted(where=channel, text=text))
 
-    def upload_file(self, *, channel: str, thread_ts: str, filename: str, content: bytes, title: str,
-                    comment: str = "") -> None:
+    def upload_file(
+        self, *, channel: str, thread_ts: str, filename: str, content: bytes, title: str, comment: str = ""
+    ) -> None:
         self.files.append((f"{channel}/{thread_ts}", filename, content))
 
 

@@ -79,7 +79,9 @@ def test_one_window_below_threshold_means_the_gain_did_not_repeat(sqlite_engine,
 
 def test_lower_is_better_metrics_count_a_drop_as_the_benefit(sqlite_engine, clock) -> None:
     service = ChangeService(engine=sqlite_engine, clock=clock)
-    change_id = propose(service, metric="p99 latency", unit="ms", baseline=900, threshold=400, higher_is_better=False).change.id
+    change_id = propose(
+        service, metric="p99 latency", unit="ms", baseline=900, threshold=400, higher_is_better=False
+    ).change.id
     service.apply(change_id=change_id, actor="U")
     service.measure(change_id=change_id, window="w1", value=350, unit="ms", actor="U")
     service.measure(change_id=change_id, window="w2", value=380, unit="ms", actor="U")
@@ -132,7 +134,12 @@ def test_a_failing_timeline_write_leaves_no_half_recorded_change(sqlite_engine, 
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("1450tok/s", (1450.0, "tok/s")), ("12.5 ms", (12.5, "ms")), ("-3%", (-3.0, "%")), ("1e3 req/s", (1000.0, "req/s"))],
+    [
+        ("1450tok/s", (1450.0, "tok/s")),
+        ("12.5 ms", (12.5, "ms")),
+        ("-3%", (-3.0, "%")),
+        ("1e3 req/s", (1000.0, "req/s")),
+    ],
 )
 def test_values_with_units_are_read(text: str, expected: tuple[float, str]) -> None:
     assert parse_value_with_unit(text=text) == expected
@@ -145,10 +152,20 @@ def test_values_without_a_number_and_unit_are_refused(text: str) -> None:
 
 
 def test_the_one_line_form_reads_every_field_and_the_target() -> None:
-    fields = parse_change_text(text="NCCL_ALGO | force Ring | busbw up | busbw | unset NCCL_ALGO | 120 -> 180 GB/s")
-    assert fields == {"variable": "NCCL_ALGO", "what": "force Ring", "expected_effect": "busbw up",
-                      "metric": "busbw", "rollback_plan": "unset NCCL_ALGO", "baseline": 120.0, "threshold": 180.0,
-                      "unit": "GB/s", "higher_is_better": True}
+    fields = parse_change_text(
+        text="NCCL_ALGO | force Ring | busbw up | busbw | unset NCCL_ALGO | 120 -> 180 GB/s"
+    )
+    assert fields == {
+        "variable": "NCCL_ALGO",
+        "what": "force Ring",
+        "expected_effect": "busbw up",
+        "metric": "busbw",
+        "rollback_plan": "unset NCCL_ALGO",
+        "baseline": 120.0,
+        "threshold": 180.0,
+        "unit": "GB/s",
+        "higher_is_better": True,
+    }
 
 
 @pytest.mark.parametrize("text", ["NCCL_ALGO | force Ring | busbw up | busbw |   ", "just words", ""])

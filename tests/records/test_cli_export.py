@@ -26,20 +26,39 @@ def recorded_incident(tmp_path: Path) -> tuple[str, str]:
     db.upgrade(url=url)
     engine = db.make_engine(url=url)
     incidents = IncidentService(engine=engine, diagnoser=minimal_diagnoser)
-    key = incidents.open_for_target(target=parse_target("ml/train-llama"), channel_id="C1", opened_by="U1").incident.key
+    key = incidents.open_for_target(
+        target=parse_target("ml/train-llama"), channel_id="C1", opened_by="U1"
+    ).incident.key
     incidents.run_snapshot(incident_key=key, settings=None)  # type: ignore[arg-type]  # the lab diagnoser ignores it
-    incidents.add_note(incident_key=key, text="root cause: tokenizer padding doubled activation memory", actor="U1")
+    incidents.add_note(
+        incident_key=key, text="root cause: tokenizer padding doubled activation memory", actor="U1"
+    )
     changes = ChangeService(engine=engine, on_event=timeline_sink())
-    change = changes.propose(incident_key=key, what="Batch 32 -> 16", variable="per-rank batch", expected_effect="no OOM",
-                             metric="steps between restarts", unit="steps", baseline=400, threshold=2000,
-                             rollback_plan="batch back to 32", approved_by="U2", proposed_by="U1").change
+    change = changes.propose(
+        incident_key=key,
+        what="Batch 32 -> 16",
+        variable="per-rank batch",
+        expected_effect="no OOM",
+        metric="steps between restarts",
+        unit="steps",
+        baseline=400,
+        threshold=2000,
+        rollback_plan="batch back to 32",
+        approved_by="U2",
+        proposed_by="U1",
+    ).change
     changes.apply(change_id=change.id, actor="U1")
     for window, value in (("+15m", 2500), ("+60m", 2600)):
         changes.measure(change_id=change.id, window=window, value=value, unit="steps", actor="U1")
     changes.validate(change_id=change.id, actor="U1")
     PreventionService(engine=engine, on_event=timeline_sink()).add(
-        incident_key=key, description="Pin the tokenizer", owner="U3", due_on=date(2026, 12, 15),
-        guardrail_check="CI compares padded length", actor="U1")
+        incident_key=key,
+        description="Pin the tokenizer",
+        owner="U3",
+        due_on=date(2026, 12, 15),
+        guardrail_check="CI compares padded length",
+        actor="U1",
+    )
     engine.dispose()
     return url, key
 

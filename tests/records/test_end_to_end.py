@@ -48,23 +48,33 @@ class Harness:
         return self.bot.command(text, user_id=user, channel_id=CHANNEL)
 
     def interact(self, payload: dict[str, Any]) -> Any:
-        payload = {"team": {"id": "T0LAB"}, "api_app_id": "A0TRIAGE", "token": "deprecated",
-                   "trigger_id": f"{time.time_ns()}.lab", **payload}
+        payload = {
+            "team": {"id": "T0LAB"},
+            "api_app_id": "A0TRIAGE",
+            "token": "deprecated",
+            "trigger_id": f"{time.time_ns()}.lab",
+            **payload,
+        }
         response = self.bot.post(urllib.parse.urlencode({"payload": json.dumps(payload)}))
         assert self.bot.services.work.wait_idle(timeout=30), "lazy work did not finish"
         return response
 
     def click(self, *, user: str, action_id: str, value: str, message_ts: str = "") -> Any:
-        return self.interact({
-            "type": "block_actions", "user": {"id": user}, "channel": {"id": CHANNEL},
-            "container": {"type": "message", "channel_id": CHANNEL, "message_ts": message_ts},
-            "message": {"ts": message_ts, "text": ""} if message_ts else None,
-            "actions": [{"type": "button", "action_id": action_id, "value": value, "block_id": "b"}],
-        })
+        return self.interact(
+            {
+                "type": "block_actions",
+                "user": {"id": user},
+                "channel": {"id": CHANNEL},
+                "container": {"type": "message", "channel_id": CHANNEL, "message_ts": message_ts},
+                "message": {"ts": message_ts, "text": ""} if message_ts else None,
+                "actions": [{"type": "button", "action_id": action_id, "value": value, "block_id": "b"}],
+            }
+        )
 
     def texts(self, method: str = "chat.postMessage", *, channel: str | None = None) -> list[str]:
         return [
-            str(call.params.get("text", "")) for call in self.slack.calls_to(method)
+            str(call.params.get("text", ""))
+            for call in self.slack.calls_to(method)
             if channel is None or call.params.get("channel") == channel
         ]
 
@@ -81,8 +91,9 @@ class Harness:
 
 @pytest.fixture
 def harness(slack_stand_in: SlackApiStandIn, tmp_path: Path) -> Iterator[Harness]:
-    services = make_services(database_url=f"sqlite:///{tmp_path / 'e2e.db'}", slack=slack_stand_in,
-                             diagnoser=minimal_diagnoser)
+    services = make_services(
+        database_url=f"sqlite:///{tmp_path / 'e2e.db'}", slack=slack_stand_in, diagnoser=minimal_diagnoser
+    )
     clock = FakeClock(start=utcnow())
     services.incidents.clock = clock  # one controllable clock for the timeline, the changes and the jobs
     area = records_slack.install(services, clock=clock)
@@ -90,8 +101,9 @@ def harness(slack_stand_in: SlackApiStandIn, tmp_path: Path) -> Iterator[Harness
     running = http_server.start_in_thread(wsgi_app=http_server.make_wsgi_app(app=app, services=services))
     slack_stand_in.clear()
     try:
-        yield Harness(bot=BotUnderTest(server=running, slack=slack_stand_in, services=services), area=area,
-                      clock=clock)
+        yield Harness(
+            bot=BotUnderTest(server=running, slack=slack_stand_in, services=services), area=area, clock=clock
+        )
     finally:
         services.work.wait_idle(timeout=30)
         if area.scheduler.running:
@@ -110,7 +122,9 @@ def _change_form(view: dict[str, Any], **answers: str) -> dict[str, Any]:
         if element["type"] == "plain_text_input":
             values[block_id] = {"value": {"type": "plain_text_input", "value": answers.get(block_id, "")}}
         elif element["type"] == "static_select":
-            values[block_id] = {"value": {"type": "static_select", "selected_option": element["initial_option"]}}
+            values[block_id] = {
+                "value": {"type": "static_select", "selected_option": element["initial_option"]}
+            }
         elif element["type"] == "users_select":
             values[block_id] = {"value": {"type": "users_select", "selected_user": answers.get(block_id)}}
     return {**view, "id": "V0CHANGE", "state": {"values": values}}
@@ -121,18 +135,30 @@ def test_a_whole_incident_from_open_to_postmortem_through_signed_slack_requests(
     # Open: the foundation's /triage job, with the records area's owner picker and first reminder.
     assert h.command("job ml/train-llama", user=COMMANDER).status_code == 200
     incident = h.bot.services.incidents.open_in_channel(channel_id=CHANNEL)
-    assert any("runtime.oom_killed" in json.dumps(call.params) for call in h.slack.calls_to("chat.postMessage"))
+    assert any(
+        "runtime.oom_killed" in json.dumps(call.params) for call in h.slack.calls_to("chat.postMessage")
+    )
     assert any("Pick an owner" in text for text in h.texts())
     reminders = h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder")
     assert len(reminders) == 1 and reminders[0].due_at == h.clock.now + timedelta(minutes=30)  # severity high
 
     # Assign the owner from the users_select on the findings thread: DM + automatic handoff.
-    h.interact({
-        "type": "block_actions", "user": {"id": COMMANDER}, "channel": {"id": CHANNEL},
-        "container": {"type": "message", "channel_id": CHANNEL},
-        "actions": [{"type": "users_select", "action_id": "assign_owner", "block_id": f"assign_{incident.key}",
-                     "selected_user": OWNER}],
-    })
+    h.interact(
+        {
+            "type": "block_actions",
+            "user": {"id": COMMANDER},
+            "channel": {"id": CHANNEL},
+            "container": {"type": "message", "channel_id": CHANNEL},
+            "actions": [
+                {
+                    "type": "users_select",
+                    "action_id": "assign_owner",
+                    "block_id": f"assign_{incident.key}",
+                    "selected_user": OWNER,
+                }
+            ],
+        }
+    )
     assert any(text.startswith(f"You are now owner on {incident.key}") for text in h.texts(channel=OWNER))
     assert b"Owner: <@U0BOB>" in h.uploaded(title=f"{incident.key} handoff")
     h.command(f"assign <@{FABRIC_OWNER}> owner:fabric", user=COMMANDER)
@@ -144,30 +170,55 @@ def test_a_whole_incident_from_open_to_postmortem_through_signed_slack_requests(
 
     # Change: the modal, a submission without rollback refused, then a full one recorded.
     h.command("change", user=OWNER)
-    view = json.loads(h.slack.calls_to("views.open")[-1].params["view"]) if isinstance(
-        h.slack.calls_to("views.open")[-1].params["view"], str) else h.slack.calls_to("views.open")[-1].params["view"]
-    answers = {"what": "Raise the trainer memory limit from 64Gi to 96Gi", "variable": "resources.limits.memory",
-               "expected_effect": "no OOMKilled restarts for an hour", "metric": "steps between restarts",
-               "unit": "steps", "baseline": "400", "threshold": "2000"}
-    refused = h.interact({"type": "view_submission", "user": {"id": OWNER},
-                          "view": _change_form(view, **answers, rollback_plan="")})
+    view = (
+        json.loads(h.slack.calls_to("views.open")[-1].params["view"])
+        if isinstance(h.slack.calls_to("views.open")[-1].params["view"], str)
+        else h.slack.calls_to("views.open")[-1].params["view"]
+    )
+    answers = {
+        "what": "Raise the trainer memory limit from 64Gi to 96Gi",
+        "variable": "resources.limits.memory",
+        "expected_effect": "no OOMKilled restarts for an hour",
+        "metric": "steps between restarts",
+        "unit": "steps",
+        "baseline": "400",
+        "threshold": "2000",
+    }
+    refused = h.interact(
+        {
+            "type": "view_submission",
+            "user": {"id": OWNER},
+            "view": _change_form(view, **answers, rollback_plan=""),
+        }
+    )
     assert refused.json()["response_action"] == "errors" and "rollback_plan" in refused.json()["errors"]
     assert h.area.changes.for_incident(incident_key=incident.key) == ()
-    h.interact({"type": "view_submission", "user": {"id": OWNER},
-                "view": _change_form(view, **answers, rollback_plan="kubectl apply -f trainer-64Gi.yaml",
-                                     approved_by=COMMANDER)})
+    h.interact(
+        {
+            "type": "view_submission",
+            "user": {"id": OWNER},
+            "view": _change_form(
+                view, **answers, rollback_plan="kubectl apply -f trainer-64Gi.yaml", approved_by=COMMANDER
+            ),
+        }
+    )
     (change,) = h.area.changes.for_incident(incident_key=incident.key)
     assert change.rollback_plan == "kubectl apply -f trainer-64Gi.yaml" and change.approved_by == COMMANDER
 
     # Applied: two validation windows are queued; the scheduler fires the first once the clock reaches it.
-    h.click(user=OWNER, action_id="triage_change_applied", value=str(change.id), message_ts="1700000001.000001")
+    h.click(
+        user=OWNER, action_id="triage_change_applied", value=str(change.id), message_ts="1700000001.000001"
+    )
     windows = h.area.jobs.jobs(incident_key=incident.key, kind="validation_window")
     assert [job.due_at - h.area.changes.get(change_id=change.id).applied_at for job in windows] == [
-        timedelta(minutes=15), timedelta(minutes=60)]
+        timedelta(minutes=15),
+        timedelta(minutes=60),
+    ]
     h.clock.advance(timedelta(minutes=15))
     h.area.scheduler.start()
-    assert h.slack.wait_for(lambda calls: any("Validation window +15m" in str(c.params.get("text")) for c in calls),
-                            timeout=30)
+    assert h.slack.wait_for(
+        lambda calls: any("Validation window +15m" in str(c.params.get("text")) for c in calls), timeout=30
+    )
     h.area.scheduler.shutdown()
     verdict = next(text for text in h.texts() if "Validation window +15m" in text)
     assert "STILL REPRODUCES: runtime.oom_killed" in verdict  # the lab cluster still OOMs
@@ -178,22 +229,30 @@ def test_a_whole_incident_from_open_to_postmortem_through_signed_slack_requests(
     assert not h.area.changes.get(change_id=change.id).gain_repeated
     assert h.slack.uploads and any(
         call.params.get("filename", "").endswith(f"change-{change.id}.png")
-        for call in h.slack.calls_to("files.getUploadURLExternal"))
+        for call in h.slack.calls_to("files.getUploadURLExternal")
+    )
     h.click(user=OWNER, action_id="triage_change_validated", value=str(change.id))
     assert any("cannot be validated yet" in text for text in h.texts("chat.postEphemeral"))
     h.click(user=OWNER, action_id="triage_change_rolled_back", value=str(change.id))
     assert h.area.changes.get(change_id=change.id).state.value == "rolled_back"
 
     # The narrative, a prevention action, and resolve (refused for a bystander first).
-    for note in ("summary: the trainer ran out of memory after the tokenizer upgrade doubled batch memory",
-                 "impact: llama fine-tune stalled 70 minutes; 3 researchers blocked",
-                 "root cause: tokenizer 0.20 pads to 8192 tokens, doubling activation memory per rank",
-                 "next: pin the tokenizer and rerun the nightly benchmark"):
+    for note in (
+        "summary: the trainer ran out of memory after the tokenizer upgrade doubled batch memory",
+        "impact: llama fine-tune stalled 70 minutes; 3 researchers blocked",
+        "root cause: tokenizer 0.20 pads to 8192 tokens, doubling activation memory per rank",
+        "next: pin the tokenizer and rerun the nightly benchmark",
+    ):
         h.command(f"note {note}", user=OWNER)
-    h.command(f"prevent <@{FABRIC_OWNER}> 2026-12-15 Pin tokenizer versions in the image | "
-              "CI fails when the padded length differs from the baseline", user=COMMANDER)
+    h.command(
+        f"prevent <@{FABRIC_OWNER}> 2026-12-15 Pin tokenizer versions in the image | "
+        "CI fails when the padded length differs from the baseline",
+        user=COMMANDER,
+    )
     h.command("resolve", user=BYSTANDER)
-    assert any(f"Only <@{COMMANDER}>" in text and "can resolve" in text for text in h.texts("chat.postEphemeral"))
+    assert any(
+        f"Only <@{COMMANDER}>" in text and "can resolve" in text for text in h.texts("chat.postEphemeral")
+    )
     h.command("resolve pinned tokenizer 0.19 and restored the 64Gi limit", user=COMMANDER)
     assert h.bot.services.incidents.get(incident_key=incident.key).status == "resolved"
     assert any("Write the postmortem?" in text for text in h.texts())
@@ -243,7 +302,10 @@ def _assert_postmortem(text: str, *, key: str) -> None:
     assert "pinned tokenizer 0.19" in _section(text, "Remediation")
     assert "Raise the trainer memory limit" in _section(text, "What was tried and rejected")
     prevention = _section(text, "Prevention actions")
-    assert f"owner <@{FABRIC_OWNER}>, due 2026-12-15" in prevention and "CI fails when the padded length" in prevention
+    assert (
+        f"owner <@{FABRIC_OWNER}>, due 2026-12-15" in prevention
+        and "CI fails when the padded length" in prevention
+    )
     recurrence = _section(text, "Recurrence check")
     assert "Validation window +15m" in recurrence and "STILL REPRODUCES" in recurrence
 
@@ -256,37 +318,55 @@ def test_commander_only_steps_refuse_others_by_name_and_admins_may_act(harness: 
 
     h.command("severity critical", user=BYSTANDER)
     refusal = h.texts("chat.postEphemeral")[-1]
-    assert refusal == f"Only <@{COMMANDER}> or an admin (<@U0ADMIN>) can change the severity of {incident.key}."
+    assert (
+        refusal == f"Only <@{COMMANDER}> or an admin (<@U0ADMIN>) can change the severity of {incident.key}."
+    )
     assert h.bot.services.incidents.get(incident_key=incident.key).severity == "high"
 
     h.command("severity critical", user="U0ADMIN")
     assert h.bot.services.incidents.get(incident_key=incident.key).severity == "critical"
-    pending = [job for job in h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder") if not job.done_at]
-    assert [job.due_at - h.clock.now for job in pending] == [timedelta(minutes=15)]  # critical: every 15 minutes
+    pending = [
+        job for job in h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder") if not job.done_at
+    ]
+    assert [job.due_at - h.clock.now for job in pending] == [
+        timedelta(minutes=15)
+    ]  # critical: every 15 minutes
 
     h.click(user=OWNER, action_id="triage_snooze_reminder", value=incident.key)
-    pending = [job for job in h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder") if not job.done_at]
+    pending = [
+        job for job in h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder") if not job.done_at
+    ]
     assert [job.due_at - h.clock.now for job in pending] == [timedelta(hours=1)]
     assert any("snoozed update reminders" in text for text in h.texts())
 
     h.command("resolve", user=COMMANDER)
-    assert [job for job in h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder") if not job.done_at] == []
+    assert [
+        job for job in h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder") if not job.done_at
+    ] == []
     h.command(f"reopen {incident.key}", user=BYSTANDER)
     assert "can reopen" in h.texts("chat.postEphemeral")[-1]
     h.command(f"reopen {incident.key}", user=COMMANDER)
     assert h.bot.services.incidents.get(incident_key=incident.key).status == "investigating"
 
 
-def test_the_one_line_change_warns_on_a_second_lever_and_status_resolved_is_commander_only(harness: Harness) -> None:
+def test_the_one_line_change_warns_on_a_second_lever_and_status_resolved_is_commander_only(
+    harness: Harness,
+) -> None:
     h = harness
     h.command("job ml/train-llama", user=COMMANDER)
     incident = h.bot.services.incidents.open_in_channel(channel_id=CHANNEL)
-    h.command("change per-rank batch | batch 32 -> 16 | no OOM | steps between restarts | batch back to 32 "
-              "| 400 -> 2000 steps", user=OWNER)
+    h.command(
+        "change per-rank batch | batch 32 -> 16 | no OOM | steps between restarts | batch back to 32 "
+        "| 400 -> 2000 steps",
+        user=OWNER,
+    )
     h.command("change 1 applied", user=OWNER)
     h.command("change NCCL_ALGO | force Ring | busbw up | busbw | unset NCCL_ALGO", user=OWNER)
-    second = next(call for call in reversed(h.slack.calls_to("chat.postMessage"))
-                  if "proposed change #2" in str(call.params.get("text")))
+    second = next(
+        call
+        for call in reversed(h.slack.calls_to("chat.postMessage"))
+        if "proposed change #2" in str(call.params.get("text"))
+    )
     assert "one lever at a time" in json.dumps(second.params.get("blocks"))
     h.command("change per-rank batch | batch 16 | no OOM | steps |", user=OWNER)
     assert "rollback plan is required" in h.texts("chat.postEphemeral")[-1]

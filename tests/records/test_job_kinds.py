@@ -22,8 +22,14 @@ from bot.jobs import JobRunner, JobStore
 from bot.prevention import PreventionService
 from tests.records.recording import DictDirectory, RecordingNotifier, ScriptedRevalidator
 
-THREAD = IncidentThread(key="INC-0001", channel="C1", thread_ts="111.222", severity="critical",
-                        status="investigating", owner="U_BOB")
+THREAD = IncidentThread(
+    key="INC-0001",
+    channel="C1",
+    thread_ts="111.222",
+    severity="critical",
+    status="investigating",
+    owner="U_BOB",
+)
 
 
 @pytest.fixture
@@ -34,11 +40,28 @@ def world(sqlite_engine, clock):
     store = JobStore(engine=sqlite_engine, clock=clock)
     changes = ChangeService(engine=sqlite_engine, clock=clock)
     prevention = PreventionService(engine=sqlite_engine, clock=clock)
-    handlers = build_handlers(notifier=notifier, directory=directory, revalidator=revalidator,
-                              prevention=prevention, change_lookup=lambda change_id: changes.get(change_id=change_id))
+    handlers = build_handlers(
+        notifier=notifier,
+        directory=directory,
+        revalidator=revalidator,
+        prevention=prevention,
+        change_lookup=lambda change_id: changes.get(change_id=change_id),
+    )
     runner = JobRunner(store=store, handlers=handlers, instance_id="test")
-    return type("World", (), {"notifier": notifier, "directory": directory, "revalidator": revalidator, "store": store,
-                                  "changes": changes, "prevention": prevention, "runner": runner, "clock": clock})
+    return type(
+        "World",
+        (),
+        {
+            "notifier": notifier,
+            "directory": directory,
+            "revalidator": revalidator,
+            "store": store,
+            "changes": changes,
+            "prevention": prevention,
+            "runner": runner,
+            "clock": clock,
+        },
+    )
 
 
 def test_severity_sets_the_reminder_interval() -> None:
@@ -62,7 +85,9 @@ def test_a_reminder_fires_at_the_interval_offers_snooze_and_queues_the_next(worl
 
 def test_snooze_moves_the_next_reminder_later(world) -> None:
     schedule_update_reminder(store=world.store, thread=THREAD, now=world.clock.now)
-    world.store.postpone(kind=JobKind.UPDATE_REMINDER, incident_key="INC-0001", until=world.clock.now + timedelta(hours=1))
+    world.store.postpone(
+        kind=JobKind.UPDATE_REMINDER, incident_key="INC-0001", until=world.clock.now + timedelta(hours=1)
+    )
     world.clock.advance(timedelta(minutes=30))
     assert world.runner.run_due().ran == 0
     world.clock.advance(timedelta(minutes=30))
@@ -89,9 +114,16 @@ def test_reminders_stop_once_the_incident_is_resolved(world) -> None:
 
 
 def _applied_change(world):
-    outcome = world.changes.propose(incident_key="INC-0001", what="Scale to 2 replicas", variable="replicas",
-                                    expected_effect="schedules", metric="scheduled pods", rollback_plan="scale to 4",
-                                    approved_by="U_LEAD", proposed_by="U_BOB")
+    outcome = world.changes.propose(
+        incident_key="INC-0001",
+        what="Scale to 2 replicas",
+        variable="replicas",
+        expected_effect="schedules",
+        metric="scheduled pods",
+        rollback_plan="scale to 4",
+        approved_by="U_LEAD",
+        proposed_by="U_BOB",
+    )
     return world.changes.apply(change_id=outcome.change.id, actor="U_BOB").change
 
 
@@ -114,9 +146,17 @@ def test_validation_windows_rerun_the_snapshot_at_15_and_60_minutes_and_say_if_i
 
 
 def test_an_open_prevention_action_reminds_its_owner_on_the_due_date(world) -> None:
-    action = world.prevention.add(incident_key="INC-0001", description="Alert on quota drops", owner="U_CAROL",
-                                  due_on=date(2026, 11, 22), guardrail_check="quota CI fails on a drop", actor="U_BOB")
-    schedule_prevention_followup(store=world.store, action_id=action.id, incident_key="INC-0001", due_on=action.due_on)
+    action = world.prevention.add(
+        incident_key="INC-0001",
+        description="Alert on quota drops",
+        owner="U_CAROL",
+        due_on=date(2026, 11, 22),
+        guardrail_check="quota CI fails on a drop",
+        actor="U_BOB",
+    )
+    schedule_prevention_followup(
+        store=world.store, action_id=action.id, incident_key="INC-0001", due_on=action.due_on
+    )
     world.clock.advance(timedelta(days=1))
     assert world.runner.run_due().ran == 0
     world.clock.advance(timedelta(days=1))
@@ -126,17 +166,31 @@ def test_an_open_prevention_action_reminds_its_owner_on_the_due_date(world) -> N
 
 
 def test_the_weekly_digest_lists_overdue_actions_of_that_channel_and_requeues(world) -> None:
-    world.prevention.add(incident_key="INC-0001", description="Alert on quota drops", owner="U_CAROL",
-                         due_on=date(2026, 11, 21), guardrail_check="quota CI", actor="U_BOB")
-    done = world.prevention.add(incident_key="INC-0001", description="Already fixed", owner="U_DAN",
-                                due_on=date(2026, 11, 21), guardrail_check="x", actor="U_BOB")
+    world.prevention.add(
+        incident_key="INC-0001",
+        description="Alert on quota drops",
+        owner="U_CAROL",
+        due_on=date(2026, 11, 21),
+        guardrail_check="quota CI",
+        actor="U_BOB",
+    )
+    done = world.prevention.add(
+        incident_key="INC-0001",
+        description="Already fixed",
+        owner="U_DAN",
+        due_on=date(2026, 11, 21),
+        guardrail_check="x",
+        actor="U_BOB",
+    )
     world.prevention.complete(action_id=done.id, actor="U_DAN")
     ensure_weekly_digest(store=world.store, channel="C1", now=world.clock.now)
     assert ensure_weekly_digest(store=world.store, channel="C1", now=world.clock.now) is None
     world.clock.advance(timedelta(days=7))
     world.runner.run_due()
     digest = world.notifier.posts[-1]
-    assert digest.where == "C1" and "Alert on quota drops" in digest.text and "Already fixed" not in digest.text
+    assert (
+        digest.where == "C1" and "Alert on quota drops" in digest.text and "Already fixed" not in digest.text
+    )
     pending = [job for job in world.store.jobs(kind=JobKind.WEEKLY_DIGEST) if job.done_at is None]
     assert [job.due_at for job in pending] == [world.clock.now + timedelta(days=7)]
 

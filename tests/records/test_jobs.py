@@ -80,7 +80,9 @@ def test_one_failing_job_does_not_stop_the_others_and_is_retried_later(sqlite_en
 def test_a_handler_result_is_kept_on_the_job(sqlite_engine, clock) -> None:
     store = JobStore(engine=sqlite_engine, clock=clock)
     store.enqueue(kind="check", due_at=clock.now)
-    JobRunner(store=store, handlers={"check": lambda context: {"reproduces": False}}, instance_id="a").run_due()
+    JobRunner(
+        store=store, handlers={"check": lambda context: {"reproduces": False}}, instance_id="a"
+    ).run_due()
     assert store.jobs(kind="check")[0].result == {"reproduces": False}
 
 
@@ -105,7 +107,10 @@ def test_snooze_postpones_pending_jobs_of_one_incident(sqlite_engine, clock) -> 
     store = JobStore(engine=sqlite_engine, clock=clock)
     store.enqueue(kind="update_reminder", incident_key="INC-0001", due_at=clock.now + timedelta(minutes=5))
     store.enqueue(kind="update_reminder", incident_key="INC-0002", due_at=clock.now + timedelta(minutes=5))
-    assert store.postpone(kind="update_reminder", incident_key="INC-0001", until=clock.now + timedelta(hours=1)) == 1
+    assert (
+        store.postpone(kind="update_reminder", incident_key="INC-0001", until=clock.now + timedelta(hours=1))
+        == 1
+    )
     due = {job.incident_key: job.due_at for job in store.jobs(kind="update_reminder")}
     assert due["INC-0001"] == clock.now + timedelta(hours=1)
     assert due["INC-0002"] == clock.now + timedelta(minutes=5)
@@ -135,7 +140,10 @@ def test_two_schedulers_on_one_postgresql_run_every_due_job_exactly_once(postgre
     schedulers = [
         JobScheduler(
             runner=JobRunner(
-                store=JobStore(engine=engine), handlers={"count": make_handler(name)}, instance_id=name, batch=3
+                store=JobStore(engine=engine),
+                handlers={"count": make_handler(name)},
+                instance_id=name,
+                batch=3,
             ),
             poll_seconds=0.02,
         )
@@ -145,7 +153,9 @@ def test_two_schedulers_on_one_postgresql_run_every_due_job_exactly_once(postgre
         scheduler.start()
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(seed.jobs()) != sum(1 for job in seed.jobs() if job.done_at):
+        while time.monotonic() < deadline and len(seed.jobs()) != sum(
+            1 for job in seed.jobs() if job.done_at
+        ):
             time.sleep(0.05)
     finally:
         for scheduler in schedulers:
@@ -156,4 +166,6 @@ def test_two_schedulers_on_one_postgresql_run_every_due_job_exactly_once(postgre
     assert len(executions) == total
     assert set(executions.values()) == {1}, "some job ran more than once"
     assert sum(by_instance.values()) == total
-    assert set(by_instance) == {"replica-a", "replica-b"}, f"both replicas should share the work: {by_instance}"
+    assert set(by_instance) == {"replica-a", "replica-b"}, (
+        f"both replicas should share the work: {by_instance}"
+    )

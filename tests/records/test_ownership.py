@@ -7,7 +7,9 @@ import pytest
 from bot.ownership import PermissionRefused, parse_role, require_commander, role_expectations
 
 
-@pytest.mark.parametrize("text", ["commander", "Owner", "scribe", "observer", "owner:fabric", "owner:scheduler"])
+@pytest.mark.parametrize(
+    "text", ["commander", "Owner", "scribe", "observer", "owner:fabric", "owner:scheduler"]
+)
 def test_known_roles_are_accepted(text: str) -> None:
     assert parse_role(text=text) == text.lower()
 
@@ -25,11 +27,17 @@ def test_a_layer_owner_is_told_which_layer_is_theirs() -> None:
 
 
 def test_the_commander_and_admins_may_resolve() -> None:
-    require_commander(actor="U_CMD", commanders=["U_CMD"], admins=[], action="resolve", incident_key="INC-0001")
-    require_commander(actor="U_ADM", commanders=["U_CMD"], admins=["U_ADM"], action="resolve", incident_key="INC-0001")
+    require_commander(
+        actor="U_CMD", commanders=["U_CMD"], admins=[], action="resolve", incident_key="INC-0001"
+    )
+    require_commander(
+        actor="U_ADM", commanders=["U_CMD"], admins=["U_ADM"], action="resolve", incident_key="INC-0001"
+    )
 
 
 def test_anyone_else_is_refused_with_the_names_of_who_can() -> None:
     with pytest.raises(PermissionRefused) as refused:
-        require_commander(actor="U_X", commanders=["U_CMD"], admins=["U_ADM"], action="reopen", incident_key="INC-0001")
+        require_commander(
+            actor="U_X", commanders=["U_CMD"], admins=["U_ADM"], action="reopen", incident_key="INC-0001"
+        )
     assert str(refused.value) == "Only <@U_CMD> or an admin (<@U_ADM>) can reopen INC-0001."

@@ -16,9 +16,13 @@ NOW = datetime(2026, 11, 20, 17, 0, tzinfo=UTC)
 def test_the_handoff_carries_every_seed_field_from_the_data() -> None:
     text = records.render_handoff(record=records.build_handoff(data=incident(), now=NOW))
     for heading in (
-        "## Scope and owner", "## Versions and placement", "## Commands and timestamps",
-        "## Expected versus observed", "## Changes and rollback",
-        "## Remaining limitations and untested paths", "## Next action",
+        "## Scope and owner",
+        "## Versions and placement",
+        "## Commands and timestamps",
+        "## Expected versus observed",
+        "## Changes and rollback",
+        "## Remaining limitations and untested paths",
+        "## Next action",
     ):
         assert heading in text
     assert "Owner: <@U_BOB>" in text and "Commander: <@U_ALICE>" in text
@@ -32,21 +36,31 @@ def test_the_handoff_carries_every_seed_field_from_the_data() -> None:
 
 
 def test_missing_facts_are_shown_as_gaps_not_left_out() -> None:
-    bare = incident(snapshots=(), roles=(), timeline=(), changes=(), prevention=(), validations=(), resolved_at=None)
+    bare = incident(
+        snapshots=(), roles=(), timeline=(), changes=(), prevention=(), validations=(), resolved_at=None
+    )
     handoff = records.render_handoff(record=records.build_handoff(data=bare, now=NOW))
     assert f"Owner: {records.GAP}" in handoff
     assert handoff.count(records.GAP) >= 8
     assert "No diagnostic snapshot was taken" in handoff
     postmortem = records.render_postmortem(record=records.build_postmortem(data=bare, now=NOW))
-    for heading in ("## Summary", "## Impact", "## Root cause", "## Remediation", "## Prevention actions",
-                    "## Recurrence check"):
+    for heading in (
+        "## Summary",
+        "## Impact",
+        "## Root cause",
+        "## Remediation",
+        "## Prevention actions",
+        "## Recurrence check",
+    ):
         section = postmortem.split(heading, 1)[1].split("##", 1)[0]
         assert records.GAP in section, heading
 
 
 def test_the_next_action_falls_back_to_the_top_findings_next_step() -> None:
     data = incident(timeline=())
-    assert records.build_handoff(data=data, now=NOW).next_action == "kubectl describe nodes | grep -A5 Allocated"
+    assert (
+        records.build_handoff(data=data, now=NOW).next_action == "kubectl describe nodes | grep -A5 Allocated"
+    )
 
 
 def test_the_postmortem_carries_every_required_section_from_the_data() -> None:
@@ -69,7 +83,9 @@ def test_the_postmortem_carries_every_required_section_from_the_data() -> None:
 
 def test_the_latest_labelled_note_wins_and_labels_are_case_insensitive() -> None:
     data = incident()
-    later = records.TimelineItem(at=NOW, kind="note", actor="U_BOB", text="Root-Cause: a stale admission webhook")
+    later = records.TimelineItem(
+        at=NOW, kind="note", actor="U_BOB", text="Root-Cause: a stale admission webhook"
+    )
     told = records.narrative(timeline=(*data.timeline, later))
     assert told["root cause"] == "a stale admission webhook"
 
@@ -91,7 +107,9 @@ def test_the_evidence_bundle_holds_snapshots_commands_records_and_charts(tmp_pat
         assert len(snapshot_names) == 1
         snapshot = json.load(archive.extractfile(snapshot_names[0]))
         assert snapshot["findings"][0]["rule"] == "k8s.pending.insufficient_gpu"
-        commands = [json.loads(line) for line in archive.extractfile(prefix + "commands.jsonl").read().splitlines()]
+        commands = [
+            json.loads(line) for line in archive.extractfile(prefix + "commands.jsonl").read().splitlines()
+        ]
         assert {"command", "at", "excerpt", "source"} <= set(commands[0])
         assert commands[0]["excerpt"].startswith("0/4 nodes are available")
         assert archive.extractfile(prefix + "charts/INC-0001-change-1.png").read().startswith(PNG_SIGNATURE)
@@ -101,15 +119,23 @@ def test_the_evidence_bundle_holds_snapshots_commands_records_and_charts(tmp_pat
 
 
 def test_a_layer_owner_answers_as_owner_when_nobody_owns_the_whole_incident() -> None:
-    data = incident(roles=(records.RoleEntry(role="commander", user="U_ALICE"),
-                           records.RoleEntry(role="owner:fabric", user="U_CAROL")))
+    data = incident(
+        roles=(
+            records.RoleEntry(role="commander", user="U_ALICE"),
+            records.RoleEntry(role="owner:fabric", user="U_CAROL"),
+        )
+    )
     text = records.render_handoff(record=records.build_handoff(data=data, now=NOW))
     assert "Owner: <@U_CAROL> (owner:fabric)" in text
     assert "- owner:fabric: <@U_CAROL>" not in text
 
 
 def test_notes_that_mention_a_rollback_are_kept_in_the_handoff_as_unrecorded_changes() -> None:
-    note = records.TimelineItem(at=NOW, kind="note", actor="U_BOB", text="bumped NCCL_BUFFSIZE (rollback: unset it)")
+    note = records.TimelineItem(
+        at=NOW, kind="note", actor="U_BOB", text="bumped NCCL_BUFFSIZE (rollback: unset it)"
+    )
     data = incident(changes=(), timeline=(note,))
-    changes = records.render_handoff(record=records.build_handoff(data=data, now=NOW)).split("## Changes and rollback")[1]
+    changes = records.render_handoff(record=records.build_handoff(data=data, now=NOW)).split(
+        "## Changes and rollback"
+    )[1]
     assert "not a recorded change" in changes and "bumped NCCL_BUFFSIZE (rollback: unset it)" in changes
