@@ -93,6 +93,10 @@ class Revalidation:
         return self.current_rules - self.original_rules
 
 
+class RevalidationUnavailable(RuntimeError):
+    """No fresh snapshot can be taken (no cluster configured); the window says so instead of retrying."""
+
+
 class Revalidator(Protocol):
     """Re-runs the incident's snapshot and compares it with the original one."""
 
@@ -217,7 +221,17 @@ def build_handlers(
         if change.state is ChangeState.ROLLED_BACK:
             return None  # nothing left to validate; kept out of the recurrence check
         thread = directory.thread(incident_key=key)
-        outcome = revalidator.revalidate(incident_key=key)
+        try:
+            outcome = revalidator.revalidate(incident_key=key)
+        except RevalidationUnavailable as error:
+            if thread is not None:
+                notifier.post_thread(
+                    channel=thread.channel,
+                    thread_ts=thread.thread_ts,
+                    text=f"Validation window {window} for change #{change.id}: no fresh snapshot could be taken "
+                    f"({error}). Re-run the failing comparison by hand and record it with `/triage measure`.",
+                )
+            return {"change_id": change.id, "window": window, "unavailable": str(error)}
         if outcome.still_reproduces:
             verdict = "The original failure STILL REPRODUCES: " + ", ".join(sorted(outcome.still_reproduces))
         else:

@@ -15,7 +15,7 @@ from bot import findings
 from bot.changes import ChangeService
 from bot.config import Settings
 from bot.incidents import IncidentError, IncidentService, IncidentView
-from bot.job_kinds import IncidentThread, JobKind, Revalidation
+from bot.job_kinds import IncidentThread, JobKind, Revalidation, RevalidationUnavailable
 from bot.jobs import JobStore
 from bot.prevention import PreventionService
 from bot.records import IncidentData, RoleEntry, TimelineItem
@@ -142,6 +142,8 @@ class SnapshotRevalidator:
 
     def revalidate(self, *, incident_key: str) -> Revalidation:
         """Original rules from the first stored snapshot; current ones from a fresh, stored snapshot."""
+        if self._incidents.diagnoser is None:
+            raise RevalidationUnavailable("no cluster is configured for this bot")
         stored = self._incidents.snapshots(incident_key=incident_key)
         original = frozenset(item["rule"] for item in (stored[0].get("findings", ()) if stored else ()))
         report = self._incidents.run_snapshot(incident_key=incident_key, settings=self._settings)

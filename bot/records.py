@@ -381,6 +381,12 @@ def _recurrence(data: IncidentData) -> tuple[str, ...]:
     for result in data.validations:
         if result.get("pending"):
             continue
+        if result.get("unavailable"):
+            lines.append(
+                f"Validation window {result.get('window')} after change #{result.get('change_id')}: not run "
+                f"({result.get('unavailable')})."
+            )
+            continue
         state = "STILL REPRODUCES" if result.get("reproduces") else "does not reproduce"
         rules = ", ".join(result.get("still_reproducing_rules", ())) or ", ".join(
             result.get("original_rules", ())

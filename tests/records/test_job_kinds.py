@@ -209,3 +209,18 @@ def test_an_owner_who_updated_within_the_interval_is_not_nudged_until_the_interv
     world.clock.advance(timedelta(minutes=10))
     world.runner.run_due()
     assert "due an update" in world.notifier.posts[-1].text
+
+
+def test_a_window_without_a_cluster_says_so_once_instead_of_retrying(world) -> None:
+    from bot.job_kinds import RevalidationUnavailable
+
+    def unavailable(*, incident_key: str):
+        raise RevalidationUnavailable("no cluster is configured for this bot")
+
+    world.revalidator.revalidate = unavailable
+    change = _applied_change(world)
+    schedule_validation_windows(store=world.store, change=change, applied_at=world.clock.now - timedelta(hours=2))
+    summary = world.runner.run_due()
+    assert (summary.ran, summary.failed) == (2, 0)
+    assert "no fresh snapshot could be taken (no cluster is configured" in world.notifier.posts[-1].text
+    assert all(job.result["unavailable"] for job in world.store.jobs(kind=JobKind.VALIDATION_WINDOW))
