@@ -103,7 +103,7 @@ def load_incident_data(
 
 def thread_of(view: IncidentView) -> IncidentThread:
     """The job-facing summary of an incident."""
-    owners = view.holders("owner")
+    owners = view.holders("owner") + tuple(item.user_id for item in view.roles if item.role.startswith("owner:"))
     commanders = view.holders("commander")
     return IncidentThread(
         key=view.key,

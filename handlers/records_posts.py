@@ -150,6 +150,17 @@ def after_change_state(
     if change.state is ChangeState.APPLIED and change.applied_at is not None:
         queued = schedule_validation_windows(store=area.jobs, change=change, applied_at=change.applied_at)
         note = f" Re-validation snapshots scheduled ({len(queued)} windows: +15m, +60m)."
+    if change.state is ChangeState.VALIDATED:
+        reproduced = [
+            str(job.result.get("window"))
+            for job in area.jobs.jobs(incident_key=change.incident_key, kind=JobKind.VALIDATION_WINDOW)
+            if job.result and job.result.get("change_id") == change.id and job.result.get("reproduces")
+        ]
+        if reproduced:
+            note += (
+                f" Careful: the original failure still reproduced in window(s) {', '.join(reproduced)}; "
+                "the metric improved, the incident may not be fixed."
+            )
     headline = f"<@{user}> marked change #{change.id} *{verb}*.{note}"
     post(
         client,

@@ -378,3 +378,18 @@ def test_the_one_line_change_warns_on_a_second_lever_and_status_resolved_is_comm
     h.command("status resolved", user=COMMANDER)
     assert h.bot.services.incidents.get(incident_key=incident.key).status == "resolved"
     assert any("Write the postmortem?" in text for text in h.texts())
+
+
+def test_validating_a_change_whose_window_still_reproduces_the_failure_says_so(harness: Harness) -> None:
+    h = harness
+    h.command("job ml/train-llama", user=COMMANDER)
+    h.command("change per-rank batch | batch 32 -> 16 | no OOM | steps between restarts | batch back to 32 "
+              "| 400 -> 2000 steps", user=OWNER)
+    h.command("change 1 applied", user=OWNER)
+    h.clock.advance(timedelta(minutes=15))
+    assert h.area.runner.run_due().ran >= 1  # the +15m window: the lab cluster still OOMs
+    h.command("measure 1 +15m 2400steps", user=OWNER)
+    h.command("measure 1 +30m 2500steps", user=OWNER)
+    h.command("change 1 validated", user=OWNER)
+    validated = next(text for text in reversed(h.texts()) if "*validated*" in text)
+    assert "the original failure still reproduced in window(s) +15m" in validated
