@@ -64,6 +64,7 @@ class IncidentThread:
     owner: str | None = None
     commander: str | None = None
     last_update_at: datetime | None = None
+    unowned_layer: str | None = None
 
 
 class IncidentDirectory(Protocol):
@@ -201,6 +202,11 @@ def build_handlers(
             if thread.owner
             else "Nobody owns this incident yet: commander, please `/triage assign`."
         )
+        if thread.unowned_layer:
+            who += (
+                f" The failing layer ({thread.unowned_layer}) has no owner: "
+                f"`/triage assign @someone owner:{thread.unowned_layer}`."
+            )
         notifier.post_thread(
             channel=thread.channel,
             thread_ts=thread.thread_ts,

@@ -103,7 +103,9 @@ def load_incident_data(
 
 def thread_of(view: IncidentView) -> IncidentThread:
     """The job-facing summary of an incident."""
-    owners = view.holders("owner") + tuple(item.user_id for item in view.roles if item.role.startswith("owner:"))
+    owners = view.holders("owner") + tuple(
+        item.user_id for item in view.roles if item.role.startswith("owner:")
+    )
     commanders = view.holders("commander")
     return IncidentThread(
         key=view.key,
@@ -114,6 +116,9 @@ def thread_of(view: IncidentView) -> IncidentThread:
         owner=owners[0] if owners else None,
         commander=commanders[0] if commanders else None,
         last_update_at=view.updated_at,
+        unowned_layer=view.verdict_layer
+        if view.verdict_layer and not view.holders(f"owner:{view.verdict_layer}")
+        else None,
     )
 
 

@@ -219,8 +219,19 @@ def test_a_window_without_a_cluster_says_so_once_instead_of_retrying(world) -> N
 
     world.revalidator.revalidate = unavailable
     change = _applied_change(world)
-    schedule_validation_windows(store=world.store, change=change, applied_at=world.clock.now - timedelta(hours=2))
+    schedule_validation_windows(
+        store=world.store, change=change, applied_at=world.clock.now - timedelta(hours=2)
+    )
     summary = world.runner.run_due()
     assert (summary.ran, summary.failed) == (2, 0)
     assert "no fresh snapshot could be taken (no cluster is configured" in world.notifier.posts[-1].text
     assert all(job.result["unavailable"] for job in world.store.jobs(kind=JobKind.VALIDATION_WINDOW))
+
+
+def test_a_failing_layer_without_its_owner_is_named_in_the_reminder(world) -> None:
+    import dataclasses
+
+    world.directory.threads["INC-0001"] = dataclasses.replace(THREAD, unowned_layer="fabric")
+    schedule_update_reminder(store=world.store, thread=THREAD, now=world.clock.now - timedelta(hours=1))
+    world.runner.run_due()
+    assert "`/triage assign @someone owner:fabric`" in world.notifier.posts[-1].text
