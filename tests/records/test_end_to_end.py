@@ -89,11 +89,17 @@ class Harness:
         raise AssertionError(f"no upload titled {title!r}")
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each end-to-end test runs on SQLite and, when available, on a migrated PostgreSQL database."""
+    if request.param == "postgres":
+        return request.getfixturevalue("postgres_url")
+    return f"sqlite:///{tmp_path / 'e2e.db'}"
+
+
 @pytest.fixture
-def harness(slack_stand_in: SlackApiStandIn, tmp_path: Path) -> Iterator[Harness]:
-    services = make_services(
-        database_url=f"sqlite:///{tmp_path / 'e2e.db'}", slack=slack_stand_in, diagnoser=minimal_diagnoser
-    )
+def harness(slack_stand_in: SlackApiStandIn, database_url: str) -> Iterator[Harness]:
+    services = make_services(database_url=database_url, slack=slack_stand_in, diagnoser=minimal_diagnoser)
     clock = FakeClock(start=utcnow())
     services.incidents.clock = clock  # one controllable clock for the timeline, the changes and the jobs
     area = records_slack.install(services, clock=clock)
