@@ -7,7 +7,12 @@ from typing import Any
 
 import jinja2
 
+from bot import records
+from bot.changes import ChangeService
 from bot.incidents import IncidentService
+from bot.jobs import JobStore
+from bot.prevention import PreventionService
+from bot.record_sources import load_incident_data
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 RECORD_KINDS = ("handoff", "postmortem")
