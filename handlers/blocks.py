@@ -248,8 +248,11 @@ def validate_blocks(blocks: Sequence[Block]) -> list[Block]:
         elif kind not in {"divider", "image", "input", "rich_text", "file", "video"}:
             problems.append(f"block {index}: unknown block type {kind!r}")
         accessory = block.get("accessory")
-        is_button = isinstance(accessory, dict) and accessory.get("type") == "button"
-        if is_button and len(_text_of(accessory.get("text"))) > MAX_BUTTON_TEXT:
+        if (
+            isinstance(accessory, dict)
+            and accessory.get("type") == "button"
+            and len(_text_of(accessory.get("text"))) > MAX_BUTTON_TEXT
+        ):
             problems.append(f"block {index}: button text over {MAX_BUTTON_TEXT} chars")
     if problems:
         raise BlockLimitError("; ".join(problems))

@@ -18,9 +18,10 @@ from typing import Any
 
 from slack_bolt import Ack, App, BoltContext, Respond
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.incidents import IncidentError, IncidentView
+from bot.report import SnapshotReport
 from bot.targets import InvalidTarget
 from handlers import blocks
 from handlers.services import Services
@@ -34,6 +35,19 @@ USER_MENTION = re.compile(r"^<@([UW][A-Z0-9]{2,30})(?:\|[^>]*)?>$")
 
 class UsageError(ValueError):
     """The command is malformed; the message says what to type instead."""
+
+
+class SlackFailure(RuntimeError):
+    """Slack failed part-way through a command; the message says what was kept and what to do."""
+
+
+def slack_error_code(error: BaseException) -> str:
+    """Slack's error code (`not_in_channel`), or what went wrong on the way (`timeout`)."""
+    if isinstance(error, SlackApiError):
+        return str(error.response.get("error") or f"HTTP {error.response.status_code}")
+    if isinstance(error, TimeoutError):
+        return "timeout"
+    return type(error).__name__
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -79,15 +93,15 @@ class CommandContext:
             kwargs["blocks"] = blocks.validate_blocks(blocks_)
         return str(self.client.chat_postMessage(**kwargs)["ts"])
 
-    def refresh_root(self, incident: IncidentView) -> None:
-        """Re-render the root message after a state change."""
+    def refresh_root(self, incident: IncidentView, *, report: SnapshotReport | None = None) -> None:
+        """Re-render the root message after a state change (with the verdict, right after a snapshot)."""
         if not incident.thread_ts:
             return
         self.client.chat_update(
             channel=incident.channel_id,
             ts=incident.thread_ts,
             text=blocks.incident_root_text(incident=incident),
-            blocks=blocks.validate_blocks(blocks.incident_root(incident=incident)),
+            blocks=blocks.validate_blocks(blocks.incident_root(incident=incident, report=report)),
         )
 
 
@@ -149,7 +163,10 @@ def register(app: App, services: Services) -> None:
             services.metrics.count(subcommand=_name_of(body), outcome="rejected")
         else:
             services.work.begin()
-            ack(text=subcommand.working_text) if subcommand and subcommand.working_text else ack()
+            if subcommand is not None and subcommand.working_text:
+                ack(text=subcommand.working_text)
+            else:
+                ack()
         services.metrics.ack_latency.observe(time.monotonic() - received)
 
     def work_triage(body: dict[str, Any], client: WebClient, respond: Respond) -> None:
@@ -201,23 +218,27 @@ def _execute(
     except (UsageError, IncidentError, InvalidTarget) as error:
         outcome = "user_error"
         _tell(ctx, str(error))
-    except SlackApiError as error:
+    except SlackFailure as error:
         outcome = "slack_error"
-        log.warning(
-            "Slack refused a call during /triage %s: %s", subcommand.name, error.response.get("error")
-        )
+        _tell(ctx, str(error))
+    except (SlackClientError, OSError) as error:
+        outcome = "slack_error"
+        code = slack_error_code(error)
+        log.warning("Slack failed during /triage %s: %s", subcommand.name, code)
         _tell(
             ctx,
-            f"Slack refused part of `/triage {subcommand.name}` ({error.response.get('error')}). "
+            f"Slack did not take part of `/triage {subcommand.name}` ({code}). "
             "What was saved stays saved; run the command again to retry.",
         )
+
     except Exception:
         outcome = "error"
         reference = uuid.uuid4().hex[:8]
         log.exception("/triage %s failed (ref %s)", subcommand.name, reference)
         _tell(
             ctx,
-            f"`/triage {subcommand.name}` failed; nothing was half-saved. Operators can find ref `{reference}` in the logs.",
+            f"`/triage {subcommand.name}` failed; nothing was half-saved. "
+            f"Operators can find ref `{reference}` in the logs.",
         )
     finally:
         services.metrics.count(subcommand=subcommand.name, outcome=outcome)
@@ -229,8 +250,8 @@ def _tell(ctx: CommandContext, text: str) -> None:
     try:
         ctx.reply_ephemeral(text)
         return
-    except SlackApiError as error:
-        log.warning("could not send an ephemeral reply: %s", error.response.get("error"))
+    except (SlackClientError, OSError) as error:
+        log.warning("could not send an ephemeral reply: %s", slack_error_code(error))
     if ctx.respond is None:
         return
     try:

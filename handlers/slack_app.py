@@ -8,7 +8,11 @@ from typing import Any
 
 from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
-from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
+from slack_sdk.http_retry.builtin_handlers import (
+    ConnectionErrorRetryHandler,
+    RateLimitErrorRetryHandler,
+    ServerErrorRetryHandler,
+)
 
 from bot.config import Settings
 from handlers import commands, incident_subcommands
@@ -30,7 +34,7 @@ BOT_SCOPES: list[str] = [
 
 def make_web_client(*, settings: Settings) -> WebClient:
     """The Web API client: token on the client (Bolt ignores App(token=) when given a client),
-    `SLACK_API_URL` as base URL, and retries on 429 (Retry-After) and connection errors."""
+    `SLACK_API_URL` as base URL, and retries on 429 (Retry-After), 5xx and connection errors."""
     base_url = (
         settings.slack_api_url if settings.slack_api_url.endswith("/") else settings.slack_api_url + "/"
     )
@@ -39,8 +43,9 @@ def make_web_client(*, settings: Settings) -> WebClient:
         base_url=base_url,
         timeout=10,
         retry_handlers=[
-            RateLimitErrorRetryHandler(max_retry_count=2),
-            ConnectionErrorRetryHandler(max_retry_count=1),
+            RateLimitErrorRetryHandler(max_retry_count=2),  # waits for Retry-After
+            ServerErrorRetryHandler(max_retry_count=1),  # one more try on HTTP 500/503
+            ConnectionErrorRetryHandler(max_retry_count=1),  # not on read timeouts: a post may have landed
         ],
     )
 
