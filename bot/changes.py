@@ -6,7 +6,7 @@ import dataclasses
 import enum
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 import sqlalchemy
@@ -135,25 +135,47 @@ CHANGE_TEXT_USAGE = (
 )
 
 
-def parse_change_text(*, text: str) -> dict[str, object]:
-    """The one-line form of a change, as `ChangeService.propose` arguments; the rollback plan is required."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ChangeDraft:
+    """A change read from one line of text, ready for `ChangeService.propose(**dataclasses.asdict(draft))`."""
+
+    variable: str
+    what: str
+    expected_effect: str
+    metric: str
+    rollback_plan: str
+    unit: str = ""
+    baseline: float | None = None
+    threshold: float | None = None
+    higher_is_better: bool = True
+
+
+def parse_change_text(*, text: str) -> ChangeDraft:
+    """The one-line form of a change; the rollback plan is required."""
     parts = [part.strip() for part in (text or "").split("|")]
     if len(parts) not in (5, 6) or not all(parts[:5]):
         raise ChangeError(f"Write the change as {CHANGE_TEXT_USAGE}. The rollback plan is required.")
-    fields: dict[str, object] = dict(
-        zip(("variable", "what", "expected_effect", "metric", "rollback_plan"), parts[:5], strict=True)
+    variable, what, expected_effect, metric, rollback_plan = parts[:5]
+    draft = ChangeDraft(
+        variable=variable,
+        what=what,
+        expected_effect=expected_effect,
+        metric=metric,
+        rollback_plan=rollback_plan,
     )
-    if len(parts) == 6:
-        match = _TARGET_PATTERN.match(parts[5])
-        if not match:
-            raise ChangeError(f"Could not read {parts[5]!r}: write the target like `400 -> 2000 steps`.")
-        fields.update(
-            baseline=float(match.group("baseline")),
-            threshold=float(match.group("threshold")),
-            unit=match.group("unit").strip(),
-        )
-        fields["higher_is_better"] = fields["threshold"] >= fields["baseline"]  # type: ignore[operator]
-    return fields
+    if len(parts) == 5:
+        return draft
+    match = _TARGET_PATTERN.match(parts[5])
+    if not match:
+        raise ChangeError(f"Could not read {parts[5]!r}: write the target like `400 -> 2000 steps`.")
+    baseline, threshold = float(match.group("baseline")), float(match.group("threshold"))
+    return dataclasses.replace(
+        draft,
+        baseline=baseline,
+        threshold=threshold,
+        unit=match.group("unit").strip(),
+        higher_is_better=threshold >= baseline,
+    )
 
 
 def _required(*, name: str, value: str, limit: int) -> str:
@@ -305,7 +327,7 @@ class ChangeService:
             rows = session.exec(
                 select(tables.Change)
                 .where(tables.Change.incident_key == incident_key)
-                .order_by(tables.Change.id)
+                .order_by(tables.Change.id)  # type: ignore[arg-type]
             ).all()
             return tuple(self._view(session=session, row=row) for row in rows)
 
@@ -380,12 +402,12 @@ class ChangeService:
         measured = session.exec(
             select(tables.Measurement)
             .where(tables.Measurement.change_id == row.id)
-            .order_by(tables.Measurement.taken_at, tables.Measurement.id)
+            .order_by(tables.Measurement.taken_at, tables.Measurement.id)  # type: ignore[arg-type]
         ).all()
         return change_view(row=row, measurements=measured)
 
 
-def change_view(*, row: tables.Change, measurements: list[tables.Measurement] | tuple = ()) -> ChangeView:
+def change_view(*, row: tables.Change, measurements: Sequence[tables.Measurement] = ()) -> ChangeView:
     """Plain data from rows, for records and exports."""
     assert row.id is not None and row.proposed_at is not None
     return ChangeView(

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import sqlalchemy
-from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
 from sqlmodel import Session, select
 
 from bot.findings import utcnow
@@ -28,6 +28,7 @@ from storage import tables_records as tables
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
+_JOBS: sqlalchemy.Table = tables.ScheduledJob.__table__  # type: ignore[attr-defined]  # SQLModel sets it
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -156,7 +157,7 @@ class JobStore:
     def claim_due(self, *, instance_id: str, limit: int = 20) -> tuple[JobView, ...]:
         """Claim up to `limit` due jobs for this instance; each claim is an atomic conditional UPDATE."""
         now = self._clock()
-        table = tables.ScheduledJob.__table__
+        table = _JOBS
         claimed: list[JobView] = []
         with self._engine.begin() as connection:
             query = (
@@ -194,7 +195,7 @@ class JobStore:
 
     def finish(self, *, job_id: int, instance_id: str, result: Mapping[str, Any] | None = None) -> None:
         """Mark a job this instance claimed as done, keeping what it found."""
-        table = tables.ScheduledJob.__table__
+        table = _JOBS
         with self._engine.begin() as connection:
             connection.execute(
                 sqlalchemy.update(table)
@@ -204,7 +205,7 @@ class JobStore:
 
     def fail(self, *, job_id: int, instance_id: str, error: str, retry_at: datetime | None) -> None:
         """Release a failed job for a later retry, or close it for good when `retry_at` is None."""
-        table = tables.ScheduledJob.__table__
+        table = _JOBS
         values: dict[str, Any] = {"last_error": error[:2000]}
         if retry_at is None:
             values["done_at"] = self._clock()
@@ -219,7 +220,7 @@ class JobStore:
 
     def release_stale(self, *, lease: timedelta) -> int:
         """Free claims older than `lease` whose replica never finished them (it died); returns how many."""
-        table = tables.ScheduledJob.__table__
+        table = _JOBS
         cutoff = self._clock() - lease
         with self._engine.begin() as connection:
             result = connection.execute(
@@ -233,7 +234,7 @@ class JobStore:
 
     def postpone(self, *, kind: str, incident_key: str, until: datetime) -> int:
         """Push pending jobs of one kind for one incident to `until` (snooze); returns how many moved."""
-        table = tables.ScheduledJob.__table__
+        table = _JOBS
         with self._engine.begin() as connection:
             result = connection.execute(
                 sqlalchemy.update(table)
@@ -251,7 +252,7 @@ class JobStore:
     def cancel(self, *, kind: str, incident_key: str, dedupe_prefix: str | None = None) -> int:
         """Close pending jobs of one kind for one incident (reminders once it is resolved, windows of a
         rolled-back change when `dedupe_prefix` narrows it)."""
-        table = tables.ScheduledJob.__table__
+        table = _JOBS
         conditions = [
             table.c.kind == kind,
             table.c.incident_key == incident_key,
@@ -273,7 +274,7 @@ class JobStore:
     ) -> tuple[tables.ScheduledJob, ...]:
         """Every job (done or not), for records and tests."""
         with Session(self._engine) as session:
-            query = select(tables.ScheduledJob).order_by(tables.ScheduledJob.due_at, tables.ScheduledJob.id)
+            query = select(tables.ScheduledJob).order_by(_JOBS.c.due_at, _JOBS.c.id)
             if incident_key is not None:
                 query = query.where(tables.ScheduledJob.incident_key == incident_key)
             if kind is not None:

@@ -148,7 +148,7 @@ class PreventionService:
             rows = session.exec(
                 select(tables.PreventionAction)
                 .where(tables.PreventionAction.incident_key == incident_key)
-                .order_by(tables.PreventionAction.id)
+                .order_by(tables.PreventionAction.id)  # type: ignore[arg-type]
             ).all()
             return tuple(prevention_view(row=row) for row in rows)
 
@@ -158,6 +158,6 @@ class PreventionService:
             rows = session.exec(
                 select(tables.PreventionAction)
                 .where(tables.PreventionAction.status == OPEN, tables.PreventionAction.due_on < today)
-                .order_by(tables.PreventionAction.due_on)
+                .order_by(tables.PreventionAction.due_on)  # type: ignore[arg-type]
             ).all()
             return tuple(prevention_view(row=row) for row in rows)

@@ -34,7 +34,12 @@ def timeline_sink(*, clock: Callable[[], datetime] = findings.utcnow) -> Callabl
             raise IncidentError(f"There is no incident {incident_key[:20]}.")
         session.add(
             TimelineEntry(
-                incident_id=incident.id, at=clock(), actor=actor, kind=kind[:32], text=text[:4000], data={}
+                incident_id=_stored_id(incident),
+                at=clock(),
+                actor=actor,
+                kind=kind[:32],
+                text=text[:4000],
+                data={},
             )
         )
 
@@ -56,49 +61,54 @@ def load_incident_data(
             raise IncidentError(
                 f"There is no incident {incident_key[:20]}. `triage-bot` lists none by that key."
             )
+        incident_id = _stored_id(incident)
         roles = session.exec(
             select(RoleAssignment)
-            .where(RoleAssignment.incident_id == incident.id, RoleAssignment.active.is_(True))  # type: ignore[attr-defined]
+            .where(RoleAssignment.incident_id == incident_id, RoleAssignment.active.is_(True))  # type: ignore[attr-defined]
             .order_by(RoleAssignment.id)  # type: ignore[arg-type]
         ).all()
-        timeline = incident_repo.timeline(session, incident_id=incident.id)
-        snapshots = incident_repo.snapshots(session, incident_id=incident.id)
-        key = incident.key or ""
-        data_roles = tuple(
-            RoleEntry(role=row.role, user=row.user_id, assigned_at=row.assigned_at) for row in roles
+        data = IncidentData(
+            key=incident.key or "",
+            title=incident.title,
+            target=incident.target,
+            severity=incident.severity or "unknown",
+            status=incident.status,
+            opened_at=incident.opened_at,
+            opened_by=incident.opened_by,
+            channel=incident.channel_id,
+            resolved_at=incident.resolved_at,
+            roles=tuple(
+                RoleEntry(role=row.role, user=row.user_id, assigned_at=row.assigned_at) for row in roles
+            ),
+            timeline=tuple(
+                TimelineItem(at=row.at, kind=row.kind, actor=row.actor, text=row.text)
+                for row in incident_repo.timeline(session, incident_id=incident_id)
+            ),
+            snapshots=tuple(
+                dict(row.report) for row in incident_repo.snapshots(session, incident_id=incident_id)
+            ),
         )
-        data_timeline = tuple(
-            TimelineItem(at=row.at, kind=row.kind, actor=row.actor, text=row.text) for row in timeline
-        )
-        data_snapshots = tuple(dict(row.report) for row in snapshots)
-        fields = {
-            "key": key,
-            "title": incident.title,
-            "target": incident.target,
-            "severity": incident.severity or "unknown",
-            "status": incident.status,
-            "opened_at": incident.opened_at,
-            "opened_by": incident.opened_by,
-            "channel": incident.channel_id,
-            "resolved_at": incident.resolved_at,
-        }
     validations: list[dict[str, Any]] = []
-    for job in jobs.jobs(incident_key=key, kind=JobKind.VALIDATION_WINDOW):
+    for job in jobs.jobs(incident_key=data.key, kind=JobKind.VALIDATION_WINDOW):
         if job.done_at is not None and job.result:
             validations.append(dict(job.result))
         elif job.done_at is None:
             validations.append(
                 {**job.payload, "pending": True, "due_at": job.due_at.isoformat() if job.due_at else ""}
             )
-    return IncidentData(
-        **fields,
-        roles=data_roles,
-        timeline=data_timeline,
-        snapshots=data_snapshots,
-        changes=changes.for_incident(incident_key=key),
-        prevention=prevention.for_incident(incident_key=key),
+    return dataclasses.replace(
+        data,
+        changes=changes.for_incident(incident_key=data.key),
+        prevention=prevention.for_incident(incident_key=data.key),
         validations=tuple(validations),
     )
+
+
+def _stored_id(incident: Incident) -> int:
+    """A row read from the database always has its id."""
+    if incident.id is None:
+        raise IncidentError(f"{incident.key} has not been stored yet.")
+    return incident.id
 
 
 def thread_of(view: IncidentView) -> IncidentThread:
@@ -183,7 +193,7 @@ def set_severity(
         session.add(incident)
         session.add(
             TimelineEntry(
-                incident_id=incident.id,
+                incident_id=_stored_id(incident),
                 at=incidents.clock(),
                 actor=actor,
                 kind="severity",
@@ -207,7 +217,7 @@ def reopen(*, incidents: IncidentService, incident_key: str, actor: str) -> Life
             session.add(incident)
             session.add(
                 TimelineEntry(
-                    incident_id=incident.id,
+                    incident_id=_stored_id(incident),
                     at=incidents.clock(),
                     actor=actor,
                     kind="status",

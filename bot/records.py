@@ -472,7 +472,7 @@ def _utc(value: object) -> str:
         try:
             value = datetime.fromisoformat(value)
         except ValueError:
-            return value
+            return str(value)
     if isinstance(value, datetime):
         moment = value if value.tzinfo else value.replace(tzinfo=UTC)
         return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

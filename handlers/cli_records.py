@@ -62,13 +62,13 @@ def register(app: typer.Typer) -> None:
         finally:
             engine.dispose()
         if record is RecordKind.HANDOFF:
-            built = records.build_handoff(data=data)
-            text = records.render_handoff(record=built)
+            handoff = records.build_handoff(data=data)
+            text, exported = records.render_handoff(record=handoff), handoff.to_dict()
         else:
-            built = records.build_postmortem(data=data)
-            text = records.render_postmortem(record=built)
+            postmortem = records.build_postmortem(data=data)
+            text, exported = records.render_postmortem(record=postmortem), postmortem.to_dict()
         if output_format is ExportFormat.JSON:
-            text = json.dumps(built.to_dict(), indent=2, sort_keys=True) + "\n"
+            text = json.dumps(exported, indent=2, sort_keys=True) + "\n"
         typer.echo(text, nl=False)
         if bundle_path is not None:
             names = bundle.write_bundle(data=data, path=bundle_path)

@@ -110,8 +110,8 @@ def subcommands(area: RecordsArea) -> list[Subcommand]:
                 incident_key=incident.key,
                 proposed_by=ctx.user_id,
                 approved_by="",
-                **parse_change_text(text=rest),
-            )  # type: ignore[arg-type]
+                **dataclasses.asdict(parse_change_text(text=rest)),
+            )
             post(
                 ctx.client,
                 incident,
@@ -374,13 +374,6 @@ def subcommands(area: RecordsArea) -> list[Subcommand]:
         ),
     ]
     return [dataclasses.replace(item, run=_user_errors(item.run)) for item in listed]
-
-
-def _incident_from_key_or_latest(ctx: CommandContext) -> tuple[IncidentView, str]:
-    first, _, remainder = ctx.rest.strip().partition(" ")
-    if INCIDENT_KEY.match(first):
-        return ctx.services.incidents.get(incident_key=first.upper()), remainder
-    raise UsageError("Type `/triage reopen INC-n`: a resolved incident is no longer the channel's open one.")
 
 
 def _incident_from_key_or_latest(ctx: CommandContext) -> tuple[IncidentView, str]:

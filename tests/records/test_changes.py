@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import pytest
@@ -155,7 +156,7 @@ def test_the_one_line_form_reads_every_field_and_the_target() -> None:
     fields = parse_change_text(
         text="NCCL_ALGO | force Ring | busbw up | busbw | unset NCCL_ALGO | 120 -> 180 GB/s"
     )
-    assert fields == {
+    assert dataclasses.asdict(fields) == {
         "variable": "NCCL_ALGO",
         "what": "force Ring",
         "expected_effect": "busbw up",
