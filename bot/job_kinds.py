@@ -105,6 +105,13 @@ class Revalidator(Protocol):
         """Take a fresh snapshot of the incident's target."""
 
 
+def ensure_update_reminder(*, store: JobStore, thread: IncidentThread, now: datetime) -> int | None:
+    """Queue a reminder unless one already waits (a repeated `/triage job` must not double the nudges)."""
+    if store.has_pending(kind=JobKind.UPDATE_REMINDER, incident_key=thread.key):
+        return None
+    return schedule_update_reminder(store=store, thread=thread, now=now)
+
+
 def schedule_update_reminder(*, store: JobStore, thread: IncidentThread, now: datetime) -> int | None:
     """Queue the next update reminder at the severity's interval."""
     return store.enqueue(

@@ -232,6 +232,22 @@ class JobStore:
             )
             return result.rowcount or 0
 
+    def has_pending(self, *, kind: str, incident_key: str) -> bool:
+        """Whether a job of this kind waits (unclaimed, not done) for this incident."""
+        table = _JOBS
+        with self._engine.connect() as connection:
+            found = connection.execute(
+                sqlalchemy.select(table.c.id)
+                .where(
+                    table.c.kind == kind,
+                    table.c.incident_key == incident_key,
+                    table.c.done_at.is_(None),
+                    table.c.claimed_by.is_(None),
+                )
+                .limit(1)
+            ).first()
+        return found is not None
+
     def postpone(self, *, kind: str, incident_key: str, until: datetime) -> int:
         """Push pending jobs of one kind for one incident to `until` (snooze); returns how many moved."""
         table = _JOBS

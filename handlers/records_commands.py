@@ -10,6 +10,7 @@ from bot.changes import ChangeError, parse_change_text, parse_value_with_unit
 from bot.incidents import IncidentError, IncidentView
 from bot.job_kinds import (
     JobKind,
+    ensure_update_reminder,
     ensure_weekly_digest,
     schedule_prevention_followup,
     schedule_update_reminder,
@@ -59,7 +60,9 @@ def subcommands(area: RecordsArea) -> list[Subcommand]:
             incident = ctx.services.incidents.open_in_channel(channel_id=ctx.channel_id)
         except IncidentError:
             return
-        if not incident.holders("owner") and incident.thread_ts:
+        first_time = ensure_update_reminder(store=area.jobs, thread=thread_of(incident), now=area.clock())
+        ensure_weekly_digest(store=area.jobs, channel=incident.channel_id, now=area.clock())
+        if first_time is not None and not incident.holders("owner") and incident.thread_ts:
             post(
                 ctx.client,
                 incident,
@@ -71,8 +74,6 @@ def subcommands(area: RecordsArea) -> list[Subcommand]:
                     records_views.assign_owner_block(incident_key=incident.key),
                 ],
             )
-        schedule_update_reminder(store=area.jobs, thread=thread_of(incident), now=area.clock())
-        ensure_weekly_digest(store=area.jobs, channel=incident.channel_id, now=area.clock())
 
     def check_assign(rest: str) -> None:
         words = rest.split()

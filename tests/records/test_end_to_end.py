@@ -399,3 +399,13 @@ def test_validating_a_change_whose_window_still_reproduces_the_failure_says_so(h
     h.command("change 1 validated", user=OWNER)
     validated = next(text for text in reversed(h.texts()) if "*validated*" in text)
     assert "the original failure still reproduced in window(s) +15m" in validated
+
+
+def test_a_repeated_job_command_does_not_double_the_update_reminders(harness: Harness) -> None:
+    h = harness
+    h.command("job ml/train-llama", user=COMMANDER)
+    h.command("job ml/train-llama", user=OWNER)
+    incident = h.bot.services.incidents.open_in_channel(channel_id=CHANNEL)
+    pending = [job for job in h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder") if not job.done_at]
+    assert len(pending) == 1
+    assert sum("Pick an owner" in text for text in h.texts()) == 1
