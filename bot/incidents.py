@@ -208,6 +208,8 @@ class IncidentService:
                     f"{incident.key} is already resolved; open a new one with `/triage job {incident.target}`."
                 )
             previous = incident.status
+            if previous == wanted:
+                raise IncidentError(f"{incident.key} is already {wanted}.")
             now = self.clock()
             incident.status = wanted
             incident.updated_at = now

@@ -40,13 +40,17 @@ SHOWN_METHODS = {
 _MENTION = re.compile(r"<([@#])([A-Z0-9]+)(?:\|([^>]*))?>")
 
 
+# Slack names some emoji differently from rich (`:large_orange_circle:` is rich's `:orange_circle:`).
+_SLACK_ONLY_EMOJI = re.compile(r":large_(orange|yellow|blue|green|purple|brown)_circle:")
+
+
 def _mention_name(match: re.Match[str]) -> str:
     return f"{match.group(1)}{match.group(3) or match.group(2)}"
 
 
 def _readable(raw: str, *, style: str = "") -> Text:
     """Slack mrkdwn as a terminal shows it: mentions as @name, emoji codes as emoji."""
-    plain = _MENTION.sub(_mention_name, raw)
+    plain = _SLACK_ONLY_EMOJI.sub(r":\1_circle:", _MENTION.sub(_mention_name, raw))
     text = Text.from_markup(escape(plain), emoji=True)
     if style:
         text.stylize(style)

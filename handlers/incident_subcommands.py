@@ -222,7 +222,9 @@ def _check_note(rest: str) -> None:
 def _run_note(ctx: CommandContext) -> None:
     incident, text = ctx.incident_and_rest()
     item = ctx.services.incidents.add_note(incident_key=incident.key, text=text, actor=ctx.user_id)
-    ctx.post_in_thread(incident, text=f":memo: <@{ctx.user_id}> noted: {blocks.clip(item.text, limit=3500)}")
+    ctx.post_in_thread(
+        incident, text=f":memo: <@{ctx.user_id}> noted: {blocks.clip(blocks.quiet(item.text), limit=3500)}"
+    )
 
 
 def _run_list(ctx: CommandContext) -> None:

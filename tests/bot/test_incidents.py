@@ -192,6 +192,16 @@ def test_an_unknown_status_is_refused_with_the_valid_ones(service: IncidentServi
         service.set_status(incident_key=key, status="fixed", actor="U1")
 
 
+def test_setting_the_status_it_already_has_is_refused_without_a_timeline_entry(
+    service: IncidentService,
+) -> None:
+    key = service.open_for_target(target=parse_target("ml/t"), channel_id="C1", opened_by="U1").incident.key
+    before = len(service.timeline(key))
+    with pytest.raises(IncidentError, match="already investigating"):
+        service.set_status(incident_key=key, status="investigating", actor="U1")
+    assert len(service.timeline(key)) == before
+
+
 def test_a_resolved_incident_refuses_further_status_changes(service: IncidentService) -> None:
     key = service.open_for_target(target=parse_target("ml/t"), channel_id="C1", opened_by="U1").incident.key
     service.set_status(incident_key=key, status="resolved", actor="U1")

@@ -130,6 +130,15 @@ def test_status_assign_and_note_reply_in_the_thread_and_refresh_the_root(bot: Bo
     assert kinds[-3:] == ["assign", "status", "note"]
 
 
+def test_a_note_cannot_make_the_bot_ping_the_whole_channel(bot: BotUnderTest) -> None:
+    bot.command("job ml/train-llama")
+    bot.slack.clear()
+    bot.command("note <!channel> the node is back")
+    (reply,) = bot.slack.calls_to("chat.postMessage")
+    assert "<!channel>" not in reply.params["text"] and "the node is back" in reply.params["text"]
+    assert bot.services.incidents.timeline("INC-0001")[-1].text == "<!channel> the node is back"
+
+
 def test_assign_without_a_real_mention_explains_how_to_pick_a_person(bot: BotUnderTest) -> None:
     response = bot.command("assign @bob owner")
     assert "@ autocomplete" in response.text
