@@ -7,14 +7,15 @@ or not at all. Callers get plain, frozen views, never ORM rows.
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from bot import findings
+from bot import findings, redact
 from bot.config import Settings
 from bot.report import Diagnoser, SnapshotReport
 from bot.targets import Target, parse_target
@@ -35,6 +36,9 @@ MULTI_HOLDER_ROLES = frozenset({"owner", "observer"})
 MAX_NOTE_CHARS = 3000
 BOT_ACTOR = "triage-bot"
 OPEN_ATTEMPTS = 5
+SNAPSHOT_STARTED = "snapshot_started"
+SNAPSHOT_INTERRUPTED = "snapshot_interrupted"
+SNAPSHOT_KINDS = frozenset({SNAPSHOT_STARTED, "snapshot", "snapshot_failed", SNAPSHOT_INTERRUPTED})
 
 
 class IncidentError(ValueError):
@@ -142,6 +146,8 @@ class IncidentService:
         self.engine = engine
         self.diagnoser = diagnoser
         self.clock = clock
+        # Tells this process's snapshots from those of an earlier run of the same instance.
+        self.boot_id = uuid.uuid4().hex
         self.admin_user_ids = admin_user_ids
 
     # --- opening -------------------------------------------------------------------------------
@@ -272,13 +278,22 @@ class IncidentService:
         if self.diagnoser is None:
             raise IncidentError("No diagnoser is configured, so no snapshot can be taken.")
         incident = self.get(incident_key=incident_key)
-        report = self.diagnoser(target=parse_target(incident.target), settings=settings)
+        # Marked as running first, so a restart can tell the snapshot was interrupted.
+        self.add_timeline_entry(
+            incident_key=incident_key,
+            actor=actor,
+            kind=SNAPSHOT_STARTED,
+            text=f"Snapshot of `{incident.target}` started",
+            data={"instance": settings.instance_id, "boot": self.boot_id},
+        )
+        # Redacted before it is stored or posted: the caller posts exactly what we return.
+        report = redact.redact_report(self.diagnoser(target=parse_target(incident.target), settings=settings))
         self.record_snapshot(incident_key=incident_key, report=report, actor=actor)
         return report
 
     def record_snapshot(self, *, incident_key: str, report: SnapshotReport, actor: str = BOT_ACTOR) -> None:
         """Store the report JSON (observations included), its verdict and a timeline entry."""
-        payload = report.to_dict(include_observations=True)
+        payload = redact.redact_report(report).to_dict(include_observations=True)
         with session_scope(self.engine) as session:
             incident = self._get(session, incident_key)
             layer = report.verdict.layer.value if report.verdict.layer else None
@@ -311,6 +326,35 @@ class IncidentService:
                     "elapsed_ms": report.elapsed_ms,
                 },
             )
+
+    def recover_interrupted_snapshots(self, *, instance_id: str, stale_after: timedelta) -> list[str]:
+        """At startup: snapshots that were running when this instance last stopped (or that no
+        replica finished within `stale_after`) are marked interrupted on their incident's timeline."""
+        now = self.clock()
+        interrupted: list[str] = []
+        with session_scope(self.engine) as session:
+            for incident in incident_repo.all_open(session):
+                entries = incident_repo.timeline(session, incident_id=incident.id)
+                last = next((item for item in reversed(entries) if item.kind in SNAPSHOT_KINDS), None)
+                if last is None or last.kind != SNAPSHOT_STARTED:
+                    continue
+                data = last.data or {}
+                restarted = data.get("instance") == instance_id and data.get("boot") != self.boot_id
+                if not restarted and now - last.at < stale_after:
+                    continue  # another replica may still be taking it
+                self._entry(
+                    session,
+                    incident,
+                    actor=BOT_ACTOR,
+                    kind=SNAPSHOT_INTERRUPTED,
+                    text=(
+                        f"Snapshot interrupted: the bot stopped while taking it (started "
+                        f"{last.at:%H:%M:%S} UTC); its findings were not saved."
+                    ),
+                    data={"started_at": last.at.isoformat()},
+                )
+                interrupted.append(incident.key or "")
+        return interrupted
 
     def snapshots(self, *, incident_key: str) -> list[dict[str, Any]]:
         """Stored snapshot reports (the stable JSON), oldest first."""

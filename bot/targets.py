@@ -99,7 +99,8 @@ def parse_target(raw: str) -> Target:
     if len(text) > MAX_ID_LENGTH:
         raise InvalidTarget(f"That id is {len(text)} characters long; ids are at most {MAX_ID_LENGTH}.")
     lowered = text.lower()
-    if lowered.startswith("slurm:") or text.isascii() and text[:1].isdigit():
+    # A leading digit means Slurm only without a '/': `42-team/train` is a valid namespace/name.
+    if lowered.startswith("slurm:") or text.isascii() and text[:1].isdigit() and "/" not in text:
         number = text.split(":", 1)[1] if lowered.startswith("slurm:") else text
         if not number.isascii() or not _SLURM_JOB_ID.fullmatch(number):
             raise InvalidTarget(

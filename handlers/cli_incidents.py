@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -123,6 +124,12 @@ def _serve(*, port: int | None, host: str, migrate: bool) -> None:
         ),
         diagnoser=diagnoser,
     )
+    interrupted = services.incidents.recover_interrupted_snapshots(
+        instance_id=settings.instance_id,
+        stale_after=timedelta(seconds=2 * settings.bounds.deadline_seconds + 60),
+    )
+    if interrupted:
+        typer.echo(f"Marked interrupted snapshots on {', '.join(interrupted)}", err=True)
     from handlers import records_slack
 
     records_slack.install(services)  # changes, handoff/postmortem, durable scheduled jobs (starts the scheduler)

@@ -12,19 +12,21 @@ import hashlib
 import logging
 import re
 import time
+import urllib.error
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from slack_bolt import Ack, App, BoltContext, Respond
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.errors import SlackApiError
 
 from bot.incidents import IncidentError, IncidentView
 from bot.report import SnapshotReport
 from bot.targets import InvalidTarget
 from handlers import blocks
 from handlers.services import Services
+from storage import db
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,8 @@ class CommandContext:
     rest: str
     trigger_id: str = ""
     respond: Callable[..., Any] | None = None
+    # Incident keys this command saved or touched, so an error reply can say what is safe.
+    touched: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def args(self) -> list[str]:
@@ -87,6 +91,8 @@ class CommandContext:
     ) -> str:
         """A reply in the incident's thread (or the channel, before a root message exists); returns its ts."""
         kwargs: dict[str, Any] = {"channel": incident.channel_id, "text": text}
+        if incident.key not in self.touched:
+            self.touched.append(incident.key)
         if incident.thread_ts:
             kwargs["thread_ts"] = incident.thread_ts
         if blocks_:
@@ -207,13 +213,13 @@ def _execute(
         trigger_id=str(body.get("trigger_id", "")),
         respond=respond,
     )
-    if not services.incidents.claim_request(
-        fingerprint=request_fingerprint(body), kind=f"command:{subcommand.name}"
-    ):
-        services.metrics.count(subcommand=subcommand.name, outcome="duplicate")
-        return
     outcome = "ok"
     try:
+        if not services.incidents.claim_request(
+            fingerprint=request_fingerprint(body), kind=f"command:{subcommand.name}"
+        ):
+            outcome = "duplicate"
+            return
         subcommand.run(ctx)
     except (UsageError, IncidentError, InvalidTarget) as error:
         outcome = "user_error"
@@ -221,27 +227,50 @@ def _execute(
     except SlackFailure as error:
         outcome = "slack_error"
         _tell(ctx, str(error))
-    except (SlackClientError, OSError) as error:
-        outcome = "slack_error"
-        code = slack_error_code(error)
-        log.warning("Slack failed during /triage %s: %s", subcommand.name, code)
+    except db.DatabaseUnavailable:
+        outcome = "database_unavailable"
+        log.warning("database unavailable during /triage %s", subcommand.name, exc_info=True)
+        saved = f"{', '.join(ctx.touched)} is saved as it was" if ctx.touched else "Nothing was changed"
         _tell(
             ctx,
-            f"Slack did not take part of `/triage {subcommand.name}` ({code}). "
-            "What was saved stays saved; run the command again to retry.",
+            f"The incident database is unavailable for a moment, so `/triage {subcommand.name}` did not "
+            f"complete. {saved}; try again in a minute.",
         )
-
+    except SlackApiError as error:
+        outcome = "slack_error"
+        code = str(error.response.get("error"))
+        log.warning("Slack refused a call during /triage %s: %s", subcommand.name, code)
+        _tell(ctx, _slack_failure_text(ctx, code=code))
+    except (TimeoutError, ConnectionError, urllib.error.URLError) as error:
+        outcome = "slack_unreachable"
+        log.warning("Slack did not answer during /triage %s: %r", subcommand.name, error)
+        _tell(ctx, _slack_failure_text(ctx, code="no answer in time"))
     except Exception:
         outcome = "error"
         reference = uuid.uuid4().hex[:8]
         log.exception("/triage %s failed (ref %s)", subcommand.name, reference)
+        saved = f"{', '.join(ctx.touched)} is saved" if ctx.touched else "nothing was half-saved"
         _tell(
             ctx,
-            f"`/triage {subcommand.name}` failed; nothing was half-saved. "
-            f"Operators can find ref `{reference}` in the logs.",
+            f"`/triage {subcommand.name}` failed; {saved}. Operators can find ref `{reference}` in the logs.",
         )
     finally:
         services.metrics.count(subcommand=subcommand.name, outcome=outcome)
+
+
+# Slack errors that mean "the bot is not in this conversation": the fix is an invite, not a retry.
+NOT_IN_CHANNEL_ERRORS = frozenset({"not_in_channel", "channel_not_found", "is_archived", "restricted_action"})
+
+
+def _slack_failure_text(ctx: CommandContext, *, code: str) -> str:
+    """What to tell the caller when a Slack call failed: what is saved, and what to do next."""
+    saved = f"{', '.join(ctx.touched)} is saved" if ctx.touched else "What was saved stays saved"
+    if code in NOT_IN_CHANNEL_ERRORS:
+        return (
+            f"I can't post in this channel ({code}). Invite me with `/invite @triage-bot` (or run the "
+            f"command in a channel I'm in), then run `/triage {ctx.name}` again. {saved}."
+        )
+    return f"Slack refused part of `/triage {ctx.name}` ({code}). {saved}; run the command again to retry."
 
 
 def _tell(ctx: CommandContext, text: str) -> None:
@@ -250,8 +279,10 @@ def _tell(ctx: CommandContext, text: str) -> None:
     try:
         ctx.reply_ephemeral(text)
         return
-    except (SlackClientError, OSError) as error:
-        log.warning("could not send an ephemeral reply: %s", slack_error_code(error))
+    except SlackApiError as error:
+        log.warning("could not send an ephemeral reply: %s", error.response.get("error"))
+    except Exception as error:  # noqa: BLE001 (Slack unreachable: fall back to response_url)
+        log.warning("could not send an ephemeral reply: %r", error)
     if ctx.respond is None:
         return
     try:

@@ -14,6 +14,7 @@ from bot.targets import ACCEPTED_FORMS, InvalidTarget, parse_target
 from handlers import blocks
 from handlers.commands import (
     INCIDENT_KEY,
+    NOT_IN_CHANNEL_ERRORS,
     USER_MENTION,
     CommandContext,
     SlackFailure,
@@ -27,7 +28,6 @@ log = logging.getLogger(__name__)
 
 ROOT_POST_FAILED = "root_post_failed"
 OPENING_GRACE = timedelta(seconds=60)
-CANNOT_POST_HERE = frozenset({"not_in_channel", "channel_not_found", "is_archived", "restricted_action"})
 
 
 def _check_job(rest: str) -> None:
@@ -44,6 +44,7 @@ def _run_job(ctx: CommandContext) -> None:
         target=target, channel_id=ctx.channel_id, opened_by=ctx.user_id
     )
     incident = result.incident
+    ctx.touched.append(incident.key)
     if not result.created and incident.thread_ts:
         where = _permalink(ctx.client, incident) or f"the thread in <#{incident.channel_id}>"
         ctx.reply_ephemeral(
@@ -122,7 +123,7 @@ def _slack_trouble(ctx: CommandContext, *, incident_key: str, error: Exception) 
     code = slack_error_code(error)
     incident = ctx.services.incidents.get(incident_key=incident_key)
     rerun = f"`/triage job {incident.target}`"
-    if incident.thread_ts is None and code in CANNOT_POST_HERE:
+    if incident.thread_ts is None and code in NOT_IN_CHANNEL_ERRORS:
         return (
             f"{incident.key} is open for `{incident.target}`, but I can't post in this channel ({code}). "
             f"Invite me with `/invite @triage-bot`, then run {rerun} again to post it."

@@ -88,6 +88,10 @@ def make_wsgi_app(*, app: App, services: Services) -> WSGIApp:
         path = environ.get("PATH_INFO", "")
         method = environ.get("REQUEST_METHOD", "GET")
         if path == EVENTS_PATH and method == "POST":
+            if not _signature_headers_well_formed(environ):
+                return respond(
+                    start_response, "401 Unauthorized", b'{"error":"invalid request"}', "application/json"
+                )
             return slack(environ, start_response)
         if path == "/healthz":
             return respond(start_response, "200 OK", b'{"status":"ok"}', "application/json")
@@ -105,6 +109,16 @@ def make_wsgi_app(*, app: App, services: Services) -> WSGIApp:
         return respond(start_response, "404 Not Found", b'{"error":"not found"}', "application/json")
 
     return wsgi
+
+
+def _signature_headers_well_formed(environ: dict[str, Any]) -> bool:
+    """Refuse what slack_sdk's verifier would crash on (500) instead of refusing (401): a non-numeric
+    timestamp (`int()` raises) or a non-ASCII signature (`hmac.compare_digest` raises)."""
+    timestamp = environ.get("HTTP_X_SLACK_REQUEST_TIMESTAMP")
+    signature = environ.get("HTTP_X_SLACK_SIGNATURE")
+    if timestamp is not None and not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= 12):
+        return False
+    return signature is None or signature.isascii()
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -44,7 +44,7 @@ def make_web_client(*, settings: Settings) -> WebClient:
         timeout=10,
         retry_handlers=[
             RateLimitErrorRetryHandler(max_retry_count=2),  # waits for Retry-After
-            ServerErrorRetryHandler(max_retry_count=1),  # one more try on HTTP 500/503
+            ServerErrorRetryHandler(max_retry_count=2),  # 500/503: Slack blinked; retry before giving up
             ConnectionErrorRetryHandler(max_retry_count=1),  # not on read timeouts: a post may have landed
         ],
     )

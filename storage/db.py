@@ -34,18 +34,37 @@ def make_engine(*, url: str) -> Engine:
     return sqlalchemy.create_engine(url, pool_pre_ping=True)
 
 
+class DatabaseUnavailable(RuntimeError):
+    """The database could not be reached (down, restarting, locked); nothing of this unit was saved."""
+
+
 @contextmanager
 def session_scope(engine: Engine) -> Iterator[Session]:
-    """One unit of work: commit on success, roll back everything on any error."""
+    """One unit of work: commit on success, roll back everything on any error.
+
+    Losing the database mid-way (connection refused or dropped, SQLite locked) surfaces as
+    DatabaseUnavailable, so callers can say "try again" instead of failing obscurely.
+    """
     session = Session(engine, expire_on_commit=False)
     try:
         yield session
         session.commit()
+    except (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError) as error:
+        _rollback_quietly(session)
+        raise DatabaseUnavailable(f"database unavailable: {type(error.orig).__name__}") from error
     except BaseException:
-        session.rollback()
+        _rollback_quietly(session)
         raise
     finally:
         session.close()
+
+
+def _rollback_quietly(session: Session) -> None:
+    """Roll back; a connection that is already gone has nothing to roll back."""
+    try:
+        session.rollback()
+    except (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError):
+        pass
 
 
 def alembic_config(*, url: str) -> Config:

@@ -199,7 +199,7 @@ def test_a_rate_limited_call_is_retried_after_retry_after(bot: BotUnderTest) -> 
     assert bot.services.incidents.get(incident_key="INC-0001").thread_ts is not None
 
 
-def test_a_slack_5xx_is_retried_once_and_the_incident_posts_normally(bot: BotUnderTest) -> None:
+def test_a_slack_5xx_is_retried_and_the_incident_posts_normally(bot: BotUnderTest) -> None:
     bot.slack.server_error_next("chat.postMessage", status=503)
     bot.command("job ml/train-llama")
     roots = [call for call in bot.slack.calls_to("chat.postMessage") if "thread_ts" not in call.params]
@@ -208,7 +208,7 @@ def test_a_slack_5xx_is_retried_once_and_the_incident_posts_normally(bot: BotUnd
 
 
 def test_slack_failing_after_the_snapshot_keeps_it_and_says_where_it_is(bot: BotUnderTest) -> None:
-    bot.slack.server_error_next("chat.update", status=500, times=2)
+    bot.slack.server_error_next("chat.update", status=500, times=3)
     bot.command("job ml/train-llama")
     assert len(bot.services.incidents.snapshots(incident_key="INC-0001")) == 1
     (ephemeral,) = bot.slack.calls_to("chat.postEphemeral")
