@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bot.changes import ChangeService
+from bot.config import Settings
 from bot.demo import minimal_diagnoser
 from bot.incidents import IncidentService
 from bot.prevention import PreventionService
@@ -29,7 +30,7 @@ def recorded_incident(tmp_path: Path) -> tuple[str, str]:
     key = incidents.open_for_target(
         target=parse_target("ml/train-llama"), channel_id="C1", opened_by="U1"
     ).incident.key
-    incidents.run_snapshot(incident_key=key, settings=None)  # type: ignore[arg-type]  # the lab diagnoser ignores it
+    incidents.run_snapshot(incident_key=key, settings=Settings(DATABASE_URL=url))
     incidents.add_note(
         incident_key=key, text="root cause: tokenizer padding doubled activation memory", actor="U1"
     )

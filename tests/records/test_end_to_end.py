@@ -141,9 +141,9 @@ def test_a_whole_incident_from_open_to_postmortem_through_signed_slack_requests(
     # Open: the foundation's /triage job, with the records area's owner picker and first reminder.
     assert h.command("job ml/train-llama", user=COMMANDER).status_code == 200
     incident = h.bot.services.incidents.open_in_channel(channel_id=CHANNEL)
-    assert any(
-        "runtime.oom_killed" in json.dumps(call.params) for call in h.slack.calls_to("chat.postMessage")
-    )
+    first = h.bot.services.incidents.snapshots(incident_key=incident.key)[0]
+    rule = first["findings"][0]["rule"]
+    assert any(rule in json.dumps(call.params) for call in h.slack.calls_to("chat.postMessage"))
     assert any("Pick an owner" in text for text in h.texts())
     reminders = h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder")
     assert len(reminders) == 1 and reminders[0].due_at == h.clock.now + timedelta(minutes=30)  # severity high
@@ -227,7 +227,7 @@ def test_a_whole_incident_from_open_to_postmortem_through_signed_slack_requests(
     )
     h.area.scheduler.shutdown()
     verdict = next(text for text in h.texts() if "Validation window +15m" in text)
-    assert "STILL REPRODUCES: runtime.oom_killed" in verdict  # the lab cluster still OOMs
+    assert f"STILL REPRODUCES: {rule}" in verdict  # the lab cluster still fails the same way
 
     # Measurements in two windows: the gain does not repeat, so it is rolled back.
     h.command(f"measure {change.id} +15m 2400steps", user=OWNER)
@@ -269,32 +269,42 @@ def test_a_whole_incident_from_open_to_postmortem_through_signed_slack_requests(
 
     handoff = h.uploaded(title=f"{incident.key} handoff").decode()
     postmortem = h.uploaded(title=f"{incident.key} postmortem").decode()
-    _assert_handoff(handoff, key=incident.key)
-    _assert_postmortem(postmortem, key=incident.key)
+    _assert_handoff(
+        handoff, key=incident.key, snapshot=h.bot.services.incidents.snapshots(incident_key=incident.key)[-1]
+    )
+    _assert_postmortem(postmortem, key=incident.key, snapshot=first)
 
 
 def _section(markdown: str, heading: str) -> str:
     return markdown.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]
 
 
-def _assert_handoff(text: str, *, key: str) -> None:
+def _assert_handoff(text: str, *, key: str, snapshot: dict[str, Any]) -> None:
     assert text.startswith(f"# Handoff: {key}")
     scope = _section(text, "Scope and owner")
-    assert "ml/train-llama" in scope and "runtime" in scope and f"Owner: <@{OWNER}>" in scope
+    assert "ml/train-llama" in scope and f"Failing layer: {snapshot['verdict']['layer']}" in scope
+    assert f"Owner: <@{OWNER}>" in scope
     assert f"Commander: <@{COMMANDER}>" in scope and f"owner:fabric: <@{FABRIC_OWNER}>" in scope
-    assert "image: `registry.local/train-llama:2.4.1`" in _section(text, "Versions and placement")
+    placement = _section(text, "Versions and placement")
+    for name, value in snapshot["placement"].items():
+        assert f"{name}: `{value}`" in placement
     commands = _section(text, "Commands and timestamps")
-    assert "kubectl get pod -n" in commands and re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", commands)
-    assert "expected container running" in _section(text, "Expected versus observed")
+    evidence = snapshot["findings"][0]["evidence"][0]
+    assert f"`{evidence['command']}`" in commands and re.search(
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", commands
+    )
+    expected_observed = _section(text, "Expected versus observed")
+    assert f"expected {evidence['expected']}; observed {evidence['observed']}" in expected_observed
     changes = _section(text, "Changes and rollback")
     assert "rolled_back" in changes and "Rollback plan: kubectl apply -f trainer-64Gi.yaml" in changes
     assert "+15m: 2400 steps" in changes and "gain repeated: no" in changes
-    assert "everything beyond one pod" in _section(text, "Remaining limitations and untested paths")
+    limitations = _section(text, "Remaining limitations and untested paths")
+    assert all(f"Not checked: {item}" in limitations for item in snapshot["not_checked"])
     assert "pin the tokenizer and rerun the nightly benchmark" in _section(text, "Next action")
     assert "have not run yet" not in text  # the rolled-back change's +60m window was cancelled
 
 
-def _assert_postmortem(text: str, *, key: str) -> None:
+def _assert_postmortem(text: str, *, key: str, snapshot: dict[str, Any]) -> None:
     assert text.startswith(f"# Postmortem: {key}")
     assert "tokenizer upgrade doubled batch memory" in _section(text, "Summary")
     impact = _section(text, "Impact")
@@ -303,7 +313,8 @@ def _assert_postmortem(text: str, *, key: str) -> None:
     for kind in ("[assign]", "[change_proposed]", "[change_applied]", "[change_rolled_back]", "[status]"):
         assert kind in timeline, kind
     layer = _section(text, "Failing layer and the evidence that proved it")
-    assert "Failing layer: runtime" in layer and "OOMKilled" in layer
+    evidence = snapshot["findings"][0]["evidence"][0]
+    assert f"Failing layer: {snapshot['verdict']['layer']}" in layer and evidence["excerpt"] in layer
     assert "pads to 8192 tokens" in _section(text, "Root cause")
     assert "pinned tokenizer 0.19" in _section(text, "Remediation")
     assert "Raise the trainer memory limit" in _section(text, "What was tried and rejected")
@@ -314,6 +325,7 @@ def _assert_postmortem(text: str, *, key: str) -> None:
     )
     recurrence = _section(text, "Recurrence check")
     assert "Validation window +15m" in recurrence and "STILL REPRODUCES" in recurrence
+    assert snapshot["findings"][0]["rule"] in recurrence
 
 
 def test_commander_only_steps_refuse_others_by_name_and_admins_may_act(harness: Harness) -> None:
@@ -389,8 +401,11 @@ def test_the_one_line_change_warns_on_a_second_lever_and_status_resolved_is_comm
 def test_validating_a_change_whose_window_still_reproduces_the_failure_says_so(harness: Harness) -> None:
     h = harness
     h.command("job ml/train-llama", user=COMMANDER)
-    h.command("change per-rank batch | batch 32 -> 16 | no OOM | steps between restarts | batch back to 32 "
-              "| 400 -> 2000 steps", user=OWNER)
+    h.command(
+        "change per-rank batch | batch 32 -> 16 | no OOM | steps between restarts | batch back to 32 "
+        "| 400 -> 2000 steps",
+        user=OWNER,
+    )
     h.command("change 1 applied", user=OWNER)
     h.clock.advance(timedelta(minutes=15))
     assert h.area.runner.run_due().ran >= 1  # the +15m window: the lab cluster still OOMs
@@ -406,6 +421,8 @@ def test_a_repeated_job_command_does_not_double_the_update_reminders(harness: Ha
     h.command("job ml/train-llama", user=COMMANDER)
     h.command("job ml/train-llama", user=OWNER)
     incident = h.bot.services.incidents.open_in_channel(channel_id=CHANNEL)
-    pending = [job for job in h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder") if not job.done_at]
+    pending = [
+        job for job in h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder") if not job.done_at
+    ]
     assert len(pending) == 1
     assert sum("Pick an owner" in text for text in h.texts()) == 1
