@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from bot import findings
 from bot.config import Settings
@@ -27,11 +27,29 @@ SCRIBE = "U0CAROL"
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DemoStep:
-    """One slash command a responder types, and why (printed as a caption)."""
+    """One slash command a responder types, and why (printed as a caption).
+
+    A step with `wait_minutes` and no text moves the demo's clock on instead, and lets the scheduler run
+    whatever fell due (validation windows, update reminders)."""
 
     user_id: str
     text: str
     caption: str
+    wait_minutes: int = 0
+
+
+class DemoClock:
+    """Real time plus however far the demo has skipped ahead, so scheduled work fires without waiting."""
+
+    def __init__(self) -> None:
+        self._offset = timedelta()
+
+    def __call__(self) -> datetime:
+        return findings.utcnow() + self._offset
+
+    def advance(self, *, minutes: int) -> None:
+        """Skip ahead."""
+        self._offset += timedelta(minutes=minutes)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -163,6 +181,35 @@ def demo_steps(*, target: str) -> list[DemoStep]:
             user_id=SCRIBE,
             text="note Two validation windows passed: steps steady, no restarts",
             caption="Carol records validation",
+        ),
+        DemoStep(
+            user_id=OWNER,
+            text="change resources.limits.memory | Raise the trainer memory limit 64Gi -> 96Gi | no OOMKilled "
+            "restarts for an hour | steps between restarts | re-apply revision 41 | 400 -> 2000 steps",
+            caption="Bob records it as a change: one variable, expected effect, metric, rollback, target",
+        ),
+        DemoStep(user_id=OWNER, text="change 1 applied", caption="Bob applies it; re-validation windows are queued"),
+        DemoStep(user_id="", text="", caption="15 minutes later: the scheduler re-runs the snapshot", wait_minutes=15),
+        DemoStep(user_id=SCRIBE, text="measure 1 +15m 2400steps", caption="Carol measures the first window"),
+        DemoStep(user_id="", text="", caption="45 minutes later: a reminder and the +60m window", wait_minutes=45),
+        DemoStep(user_id=SCRIBE, text="measure 1 +60m 900steps", caption="...and the second: the gain did not repeat"),
+        DemoStep(user_id=OWNER, text="change 1 validated", caption="Bob tries to validate it: refused"),
+        DemoStep(user_id=OWNER, text="change 1 rolled-back", caption="The OOM still reproduces: Bob rolls it back"),
+        DemoStep(
+            user_id=OWNER,
+            text="note remediation: pinned the tokenizer to 0.19, which pads to 4096 tokens again",
+            caption="Bob records what fixed it",
+        ),
+        DemoStep(
+            user_id=OWNER,
+            text="note root cause: the tokenizer upgrade doubled activation memory per rank",
+            caption="Bob states the root cause for the postmortem",
+        ),
+        DemoStep(
+            user_id=COMMANDER,
+            text=f"prevent <@{SCRIBE}|carol> 2026-12-15 Alert when trainer RSS passes 90% of its limit | "
+            "the alert fires in the staging replay",
+            caption="Alice adds a prevention action with an owner, a due date and a guardrail check",
         ),
         DemoStep(user_id=COMMANDER, text="list", caption="Alice checks what is still open"),
         DemoStep(user_id=COMMANDER, text="status resolved", caption="Alice resolves the incident"),

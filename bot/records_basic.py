@@ -7,7 +7,12 @@ from typing import Any
 
 import jinja2
 
+from bot import records
+from bot.changes import ChangeService
 from bot.incidents import IncidentService
+from bot.jobs import JobStore
+from bot.prevention import PreventionService
+from bot.record_sources import load_incident_data
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 RECORD_KINDS = ("handoff", "postmortem")
@@ -35,11 +40,22 @@ def record_context(*, service: IncidentService, incident_key: str) -> dict[str, 
 
 
 def render_markdown(*, kind: str, service: IncidentService, incident_key: str) -> str:
-    """`kind` is handoff or postmortem; renders templates/<kind>.md.j2."""
+    """`kind` is handoff or postmortem; the records area (bot/records.py) assembles and renders it."""
     if kind not in RECORD_KINDS:
         raise ValueError(f"unknown record kind {kind!r}; use one of {RECORD_KINDS}")
-    template = _environment().get_template(f"{kind}.md.j2")
-    return template.render(**record_context(service=service, incident_key=incident_key))
+    from bot import records
+    from bot.changes import ChangeService
+    from bot.jobs import JobStore
+    from bot.prevention import PreventionService
+    from bot.record_sources import load_incident_data
+
+    data = load_incident_data(
+        engine=service.engine, incident_key=incident_key, changes=ChangeService(engine=service.engine),
+        prevention=PreventionService(engine=service.engine), jobs=JobStore(engine=service.engine),
+    )
+    if kind == "handoff":
+        return records.render_handoff(record=records.build_handoff(data=data))
+    return records.render_postmortem(record=records.build_postmortem(data=data))
 
 
 def write_records(*, service: IncidentService, incident_key: str, out_dir: Path) -> list[Path]:

@@ -130,6 +130,9 @@ def _serve(*, port: int | None, host: str, migrate: bool) -> None:
     )
     if interrupted:
         typer.echo(f"Marked interrupted snapshots on {', '.join(interrupted)}", err=True)
+    from handlers import records_slack
+
+    records_slack.install(services)  # changes, handoff/postmortem, durable scheduled jobs (starts the scheduler)
     try:
         app = build_app(settings=settings, services=services)
     except BoltError as error:

@@ -20,6 +20,7 @@ from bot import demo, records_basic
 from bot.config import Settings
 from bot.incidents import IncidentService
 from bot.lab.slack_api import BOT_TOKEN, RecordedCall, SlackApiStandIn
+from handlers import records_slack
 from handlers import server as http_server
 from handlers.services import Services
 from handlers.signing import signature_headers
@@ -112,16 +113,26 @@ def play(*, out_dir: Path, console: Console) -> list[Path]:
         )
         db.upgrade(url=database_url)
         engine = db.make_engine(url=database_url)
-        service = IncidentService(engine=engine, diagnoser=choice.diagnoser)
+        clock = demo.DemoClock()
+        service = IncidentService(engine=engine, diagnoser=choice.diagnoser, clock=clock)
         services = Services(
             settings=settings, incidents=service, diagnoser=choice.diagnoser, diagnoser_label=choice.label
         )
+        records = records_slack.install(services, clock=clock)  # scheduler off: the demo runs due jobs itself
         app = build_app(settings=settings, services=services)
         running = http_server.start_in_thread(wsgi_app=http_server.make_wsgi_app(app=app, services=services))
         console.rule(f"[bold]triage-bot demo[/bold] · diagnoser: {choice.label} · Slack: local stand-in")
         try:
             for number, step in enumerate(demo.demo_steps(target=choice.target), start=1):
                 seen = len(slack.calls)
+                if step.wait_minutes:
+                    console.print(f"\n[bold yellow]{number}. {step.caption}[/bold yellow]")
+                    clock.advance(minutes=step.wait_minutes)
+                    records.runner.run_due()
+                    for call in slack.calls[seen:]:
+                        if call.method in SHOWN_METHODS:
+                            console.print(render_call(call))
+                    continue
                 console.print(
                     f"\n[bold yellow]{number}. {step.caption}[/bold yellow]\n   @{step.user_id} types "
                     f"[bold]/triage {escape(_MENTION.sub(_mention_name, step.text))}[/bold]"

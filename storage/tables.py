@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from storage import tables_incidents
+from storage import tables_incidents, tables_records
 from storage.tables_incidents import Incident, ProcessedRequest, RoleAssignment, Snapshot, TimelineEntry
 
-TABLE_MODULES = (tables_incidents,)
+TABLE_MODULES = (tables_incidents, tables_records)
 
 __all__ = ["TABLE_MODULES", "Incident", "ProcessedRequest", "RoleAssignment", "Snapshot", "TimelineEntry"]
