@@ -22,13 +22,13 @@ from bot.findings import (
     Verdict,
     utcnow,
 )
-from bot.report import Diagnoser, Diagnosis, SnapshotReport
+from bot.report import Diagnoser, Diagnosis, SnapshotReport, SnapshotUnavailable
 from bot.targets import Platform, Target, parse_target
 
 ClusterUnreachable = kube_calls.ClusterUnreachable
 
 
-class TargetNotFound(LookupError):
+class TargetNotFound(SnapshotUnavailable, LookupError):
     """No workload of any accepted kind has that name in that namespace."""
 
 
@@ -48,12 +48,10 @@ def diagnose(*, target: Target | str, settings: Settings, api_client: Any = None
     """Take one bounded snapshot of `target` and classify it; raises TargetNotFound / ClusterUnreachable."""
     parsed = parse_target(target) if isinstance(target, str) else target
     taken_at = utcnow()
-    if parsed.platform is not Platform.KUBERNETES:
-        report = CollectorReport(name="slurm", outcome=CollectorOutcome.SKIPPED, elapsed_ms=0,
-                                 detail="Slurm targets are diagnosed by the Slurm collectors")
-        return SnapshotReport(target=parsed.key, target_kind="slurm", taken_at=taken_at, elapsed_ms=0,
-                              verdict=Verdict(layer=None, confidence=0.0, summary="No Slurm collector here."),
-                              findings=(), collectors=(report,), not_checked=("slurm: skipped",))
+    if parsed.platform is Platform.SLURM:
+        from bot.diagnose_slurm import diagnose_slurm  # Slurm-only path: keeps Kubernetes startup light
+
+        return diagnose_slurm(target=parsed, settings=settings)
     kube_calls.preload_models()  # once per process; not charged to the snapshot's deadline
     budget = snapshot.Budget(bounds=settings.bounds)
     try:
@@ -61,7 +59,9 @@ def diagnose(*, target: Target | str, settings: Settings, api_client: Any = None
                                     kubeconfig=settings.kubeconfig, kube_context=settings.kube_context,
                                     in_cluster=settings.in_cluster)
     except Exception as exc:
-        raise ClusterUnreachable(f"cannot load cluster credentials: {exc}") from exc
+        raise ClusterUnreachable(
+            f"no Kubernetes credentials ({exc}); set KUBECONFIG, or TRIAGE_IN_CLUSTER=true inside a cluster"
+        ) from exc
     try:
         result = snapshot.run_snapshot(stages=kube_plan.plan(ctx), budget=budget)
     finally:

@@ -62,5 +62,9 @@ class SnapshotReport:
         return data
 
 
+class SnapshotUnavailable(Exception):
+    """No snapshot could be taken (cluster unreachable, workload not found); the message is for the user."""
+
+
 # The incident service takes one of these, so it never knows which cluster or lab answers.
 Diagnoser = Callable[..., SnapshotReport]

@@ -23,6 +23,7 @@ MAX_ACTION_ID = 255
 MAX_BLOCK_ID = 255
 MAX_FALLBACK_TEXT = 3000
 EXCERPT_CHARS = 600
+MAX_SELECT_PLACEHOLDER = 150
 RERUN_ACTION = "rerun_snapshot"
 ASSIGN_ACTION = "assign_owner"
 SEE_FILE = "… (shortened; the full evidence is in the attached file)"
@@ -131,10 +132,10 @@ def _actions(*, incident_key: str) -> dict[str, Any]:
                 "text": {"type": "plain_text", "text": "Re-run snapshot"},
             },
             {
-                "type": "button",
+                # A user picker: choosing someone assigns them as owner (the key rides in block_id).
+                "type": "users_select",
                 "action_id": ASSIGN_ACTION,
-                "value": value,
-                "text": {"type": "plain_text", "text": "Assign owner"},
+                "placeholder": {"type": "plain_text", "text": "Assign owner"},
             },
         ],
     }
@@ -249,9 +250,17 @@ def _check_block(*, index: int, block: dict[str, Any]) -> list[str]:
         problems = [] if 0 < len(elements) <= 25 else [f"{where}: {len(elements)} elements, limit 25"]
         for number, element in enumerate(elements):
             label = f"{where} element {number}"
-            problems += _check_text_object(
-                where=label, obj=element.get("text"), limit=MAX_BUTTON_TEXT, kinds=("plain_text",)
-            )
+            if element.get("type") == "button":
+                problems += _check_text_object(
+                    where=label, obj=element.get("text"), limit=MAX_BUTTON_TEXT, kinds=("plain_text",)
+                )
+            elif element.get("type") == "users_select":
+                problems += _check_text_object(
+                    where=label, obj=element.get("placeholder"), limit=MAX_SELECT_PLACEHOLDER,
+                    kinds=("plain_text",),
+                )
+            else:
+                problems.append(f"{label}: element type {element.get('type')!r} is not one we send")
             if not 0 < len(element.get("action_id", "")) <= MAX_ACTION_ID:
                 problems.append(f"{label}: action_id missing or over {MAX_ACTION_ID} chars")
             if len(element.get("value", "")) > MAX_ACTION_VALUE:

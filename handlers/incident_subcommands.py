@@ -10,8 +10,9 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot import incidents as lifecycle
 from bot.incidents import IncidentError, IncidentView
+from bot.report import SnapshotUnavailable
 from bot.targets import ACCEPTED_FORMS, InvalidTarget, parse_target
-from handlers import blocks
+from handlers import blocks, findings_post
 from handlers.commands import (
     INCIDENT_KEY,
     NOT_IN_CHANNEL_ERRORS,
@@ -88,11 +89,29 @@ def _post_root_and_snapshot(ctx: CommandContext, incident: IncidentView) -> None
         text=f"{incident.key} opened by <@{ctx.user_id}>, who is commander until reassigned "
         f"(`/triage assign @someone commander`). Taking a bounded snapshot of `{incident.target}`…",
     )
+    _snapshot_and_post(ctx, incident)
+
+
+
+def _snapshot_and_post(ctx: CommandContext, incident: IncidentView) -> None:
+    """Take one bounded snapshot and post its findings; a failure is recorded and explained, never raised."""
+    services = ctx.services
     if services.diagnoser is None:
         ctx.post_in_thread(incident, text="No cluster is configured, so no snapshot was taken.")
         return
     try:
         report = services.incidents.run_snapshot(incident_key=incident.key, settings=services.settings)
+    except SnapshotUnavailable as error:
+        services.incidents.add_timeline_entry(
+            incident_key=incident.key, actor=lifecycle.BOT_ACTOR, kind="snapshot_failed",
+            text=f"No snapshot: {error}",
+        )
+        ctx.post_in_thread(
+            incident,
+            text=f"No snapshot was taken: {blocks.quiet(str(error))}. The incident stays open; "
+            "once access is fixed, `/triage snapshot " + incident.key + "` takes it again.",
+        )
+        return
     except Exception as error:
         log.exception("snapshot failed for %s", incident.key)
         services.incidents.add_timeline_entry(
@@ -107,13 +126,7 @@ def _post_root_and_snapshot(ctx: CommandContext, incident: IncidentView) -> None
             "Check the bot's logs and cluster access.",
         )
         return
-    ctx.post_in_thread(
-        incident,
-        text=blocks.snapshot_text(incident_key=incident.key, report=report),
-        blocks_=blocks.snapshot_findings(
-            incident_key=incident.key, report=report, label=services.diagnoser_label
-        ),
-    )
+    findings_post.post_findings(client=ctx.client, incident=incident, report=report)
     incident = services.incidents.get(incident_key=incident.key)
     ctx.refresh_root(incident, report=report)
 
@@ -228,6 +241,14 @@ def _run_note(ctx: CommandContext) -> None:
     )
 
 
+def _run_snapshot(ctx: CommandContext) -> None:
+    incident, rest = ctx.incident_and_rest()
+    if rest.strip():
+        raise UsageError("Type `/triage snapshot` (or `/triage snapshot INC-n`); it takes nothing else.")
+    ctx.post_in_thread(incident, text=f"<@{ctx.user_id}> asked for a fresh snapshot of `{incident.target}`…")
+    _snapshot_and_post(ctx, incident)
+
+
 def _run_list(ctx: CommandContext) -> None:
     open_incidents = ctx.services.incidents.list_open()
     ctx.reply_ephemeral(
@@ -275,6 +296,13 @@ def default_subcommands() -> list[Subcommand]:
             summary="add a note to the timeline",
             run=_run_note,
             check=_check_note,
+        ),
+        Subcommand(
+            name="snapshot",
+            usage="snapshot [INC-n]",
+            summary="take a fresh bounded snapshot of the incident's workload",
+            run=_run_snapshot,
+            working_text=":hourglass_flowing_sand: Taking a bounded snapshot…",
         ),
         Subcommand(name="list", usage="list", summary="open incidents", run=_run_list),
         Subcommand(name="help", usage="help", summary="this list", run=_run_help),

@@ -15,7 +15,7 @@ from slack_sdk.http_retry.builtin_handlers import (
 )
 
 from bot.config import Settings
-from handlers import commands, incident_subcommands
+from handlers import commands, findings_post, incident_subcommands
 from handlers.services import Services, WorkTracker
 
 __all__ = ["BOT_SCOPES", "Services", "WorkTracker", "build_app", "make_web_client"]
@@ -71,5 +71,6 @@ def build_app(*, settings: Settings, services: Services, client: WebClient | Non
         services.subcommands.setdefault(subcommand.name, subcommand)
     for register in services.extra_registrations:
         register(app, services)
+    findings_post.register(app, services)
     commands.register(app, services)
     return app

@@ -70,10 +70,10 @@ def test_buttons_carry_the_incident_key_with_the_agreed_action_ids() -> None:
     actions = rendered.blocks[-1]
     assert actions["type"] == "actions"
     assert actions["block_id"] == "assign_INC-7"
-    assert [(item["action_id"], item["value"]) for item in actions["elements"]] == [
-        ("rerun_snapshot", "INC-7"),
-        ("assign_owner", "INC-7"),
-    ]
+    rerun, assign = actions["elements"]
+    assert (rerun["type"], rerun["action_id"], rerun["value"]) == ("button", "rerun_snapshot", "INC-7")
+    # The owner picker is a user select: choosing a person assigns them; the key rides in block_id.
+    assert (assign["type"], assign["action_id"]) == ("users_select", "assign_owner")
 
 
 def test_long_evidence_is_summarised_in_the_message_and_attached_in_full() -> None:

@@ -14,10 +14,11 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from bot.findings import CollectorOutcome, Observation, utcnow
+from bot.report import SnapshotUnavailable
 from bot.snapshot import Budget, CollectorFailure, DeadlineExceeded
 
 
-class ClusterUnreachable(ConnectionError):
+class ClusterUnreachable(SnapshotUnavailable, ConnectionError):
     """The API server did not answer at all (refused, DNS, TLS, timeout on connect)."""
 
 

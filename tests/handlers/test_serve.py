@@ -76,7 +76,11 @@ def test_serve_answers_signed_commands_and_probes_on_one_port(
     response = requests.post(f"{served}/slack/events", data=body.encode(), headers=headers, timeout=10)
     assert response.status_code == 200
     assert slack_stand_in.wait_for(
-        lambda calls: any("No cluster is configured" in str(call.params.get("text")) for call in calls),
+        # No kubeconfig in this process: the incident opens and the thread says why no snapshot was taken.
+        lambda calls: any(
+            "No snapshot was taken" in str(call.params.get("text")) and "KUBECONFIG" in str(call.params.get("text"))
+            for call in calls
+        ),
         timeout=30,
     )
     roots = [c for c in slack_stand_in.calls_to("chat.postMessage") if "thread_ts" not in c.params]

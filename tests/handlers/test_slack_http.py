@@ -297,3 +297,56 @@ def test_readiness_fails_when_slack_rejects_the_token(bot: BotUnderTest) -> None
     ready = requests.get(f"{bot.server.url}/readyz", timeout=5)
     assert ready.status_code == 503
     assert "invalid_auth" in ready.json()["checks"]["slack"]
+
+
+def _click(bot: BotUnderTest, *, user: str, action: dict[str, Any]) -> requests.Response:
+    """A signed block_actions payload, as Slack sends it when someone clicks in a message."""
+    import urllib.parse  # noqa: PLC0415
+
+    payload = {
+        "type": "block_actions",
+        "team": {"id": "T0LAB"},
+        "api_app_id": "A0TRIAGE",
+        "token": "deprecated",
+        "trigger_id": f"{time.time_ns()}.lab",
+        "user": {"id": user},
+        "channel": {"id": "C0INC"},
+        "container": {"type": "message", "channel_id": "C0INC"},
+        "actions": [action],
+    }
+    response = bot.post(urllib.parse.urlencode({"payload": json.dumps(payload)}))
+    assert bot.services.work.wait_idle(timeout=30), "lazy work did not finish"
+    return response
+
+
+def test_the_findings_message_offers_a_rerun_button_and_an_owner_picker(bot: BotUnderTest) -> None:
+    bot.command("job ml/train-llama")
+    findings = bot.slack.calls_to("chat.postMessage")[-1]
+    elements = _blocks(findings)[-1]["elements"]
+    assert [(item["type"], item["action_id"]) for item in elements] == [
+        ("button", "rerun_snapshot"),
+        ("users_select", "assign_owner"),
+    ]
+    assert elements[0]["value"] == "INC-0001"
+
+
+def test_the_rerun_button_takes_and_posts_a_second_snapshot(bot: BotUnderTest) -> None:
+    bot.command("job ml/train-llama")
+    assert len(bot.services.incidents.snapshots(incident_key="INC-0001")) == 1
+    bot.slack.clear()
+    response = _click(
+        bot, user="U0BOB", action={"type": "button", "action_id": "rerun_snapshot", "value": "INC-0001"}
+    )
+    assert response.status_code == 200
+    assert len(bot.services.incidents.snapshots(incident_key="INC-0001")) == 2
+    posts = bot.slack.calls_to("chat.postMessage")
+    assert "<@U0BOB> asked for a fresh snapshot" in str(posts[0].params["text"])
+    assert "runtime.oom_killed" in json.dumps(_blocks(posts[-1]))
+
+
+def test_the_snapshot_subcommand_retakes_the_channels_incident_snapshot(bot: BotUnderTest) -> None:
+    bot.command("job ml/train-llama")
+    bot.command("snapshot")
+    assert len(bot.services.incidents.snapshots(incident_key="INC-0001")) == 2
+    assert bot.command("snapshot extra words").status_code == 200
+    assert len(bot.services.incidents.snapshots(incident_key="INC-0001")) == 2
