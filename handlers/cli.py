@@ -14,7 +14,7 @@ app = typer.Typer(
 
 def _register_all() -> None:
     """Each area module exposes `register(app)`; keeping them apart keeps modules small."""
-    from handlers import (  # noqa: PLC0415
+    from handlers import (
         cli_classify,
         cli_fabric,
         cli_incidents,

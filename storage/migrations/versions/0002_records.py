@@ -8,11 +8,10 @@ Create Date: 2026-11-29 22:15:40.898348
 from __future__ import annotations
 
 import sqlalchemy as sa
-import sqlmodel  # noqa: F401
+import sqlmodel
 from alembic import op
 
-import storage.types  # noqa: F401  (UTCDateTime columns)
-
+import storage.types
 
 revision = '0002_records'
 down_revision = '0001_incidents'
