@@ -85,7 +85,11 @@ def access_for_request(*, method: str, path: str) -> ApiAccess | None:
         if not rest:
             return None
     namespace: str | None = None
-    if rest[0] == "namespaces" and len(rest) >= 3 and not (len(rest) == 3 and rest[2] in _NAMESPACE_SUBRESOURCES):
+    if (
+        rest[0] == "namespaces"
+        and len(rest) >= 3
+        and not (len(rest) == 3 and rest[2] in _NAMESPACE_SUBRESOURCES)
+    ):
         namespace, rest = rest[1], rest[2:]
     elif rest[0] == "namespaces" and len(rest) >= 2:
         namespace = rest[1]

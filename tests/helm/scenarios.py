@@ -8,9 +8,18 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "default": {},
     "http-ingress": {
         "mode": "http",
-        "ingress": {"enabled": True, "className": "nginx", "host": "triage.example.org", "tlsSecretName": "triage-tls"},
+        "ingress": {
+            "enabled": True,
+            "className": "nginx",
+            "host": "triage.example.org",
+            "tlsSecretName": "triage-tls",
+        },
     },
     "socket": {"mode": "socket", "existingSecret": "slack-socket"},
-    "postgresql-3-replicas": {"replicaCount": 3, "database": {"type": "postgresql"}, "existingSecret": "triage-env"},
+    "postgresql-3-replicas": {
+        "replicaCount": 3,
+        "database": {"type": "postgresql"},
+        "existingSecret": "triage-env",
+    },
     "namespaced-rbac": {"rbac": {"namespaced": True, "namespaces": ["ml-train", "perf"]}},
 }

@@ -10,7 +10,9 @@ import yaml
 
 from tests.helm.chart import CHART_DIR
 
-_ROW = re.compile(r"^\|\s*`(?P<key>[A-Za-z0-9_.]+)`\s*\|\s*`(?P<default>[^`]*)`\s*\|(?P<description>[^|]+)\|\s*$")
+_ROW = re.compile(
+    r"^\|\s*`(?P<key>[A-Za-z0-9_.]+)`\s*\|\s*`(?P<default>[^`]*)`\s*\|(?P<description>[^|]+)\|\s*$"
+)
 
 
 def _leaves(values: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -42,8 +44,11 @@ def test_every_value_is_documented_in_the_readme_table_and_nothing_stale_is() ->
 
 def test_the_readme_defaults_match_values_yaml() -> None:
     values = dict(_leaves(yaml.safe_load((CHART_DIR / "values.yaml").read_text(encoding="utf-8"))))
-    mismatched = {key: (default, values[key]) for key, (default, _) in _table().items()
-                  if key in values and default != values[key]}
+    mismatched = {
+        key: (default, values[key])
+        for key, (default, _) in _table().items()
+        if key in values and default != values[key]
+    }
     assert mismatched == {}
 
 

@@ -12,8 +12,17 @@ from tests.helm.scenarios import SCENARIOS
 
 pytestmark = pytest.mark.helm
 
-FORBIDDEN_RESOURCES = {"secrets", "pods/exec", "pods/attach", "pods/portforward", "pods/proxy", "nodes/proxy",
-                       "configmaps", "serviceaccounts/token", "*"}
+FORBIDDEN_RESOURCES = {
+    "secrets",
+    "pods/exec",
+    "pods/attach",
+    "pods/portforward",
+    "pods/proxy",
+    "nodes/proxy",
+    "configmaps",
+    "serviceaccounts/token",
+    "*",
+}
 
 
 def _render(helm: Helm, name: str) -> list[dict[str, Any]]:
@@ -48,7 +57,9 @@ def test_helm_lint_passes_for_each_documented_configuration(helm: Helm, name: st
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_every_container_runs_non_root_read_only_without_capabilities(helm: Helm, name: str) -> None:
     docs = _render(helm, name)
-    pod_specs = [_pod_spec(docs)] + [doc["spec"]["template"]["spec"] for doc in of_kind(docs=docs, kind="Job")]
+    pod_specs = [_pod_spec(docs)] + [
+        doc["spec"]["template"]["spec"] for doc in of_kind(docs=docs, kind="Job")
+    ]
     for pod in pod_specs:
         assert pod["securityContext"]["runAsNonRoot"] is True
         assert pod["securityContext"]["runAsUser"] == 10001
@@ -122,7 +133,10 @@ def test_http_mode_with_ingress_routes_only_the_slack_request_url(helm: Helm) ->
 def test_socket_mode_uses_the_app_token_and_still_probes(helm: Helm) -> None:
     docs = _render(helm, "socket")
     env = env_of(container=_bot_container(docs))
-    assert env["SLACK_APP_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "slack-socket", "key": "SLACK_APP_TOKEN"}
+    assert env["SLACK_APP_TOKEN"]["valueFrom"]["secretKeyRef"] == {
+        "name": "slack-socket",
+        "key": "SLACK_APP_TOKEN",
+    }
     assert "SLACK_SIGNING_SECRET" not in env, "with both set the bot could not tell which mode to run"
     assert not of_kind(docs=docs, kind="Ingress")
 
@@ -169,19 +183,31 @@ def test_cluster_role_is_read_only_least_privilege(helm: Helm) -> None:
     assert not {grant.resource for grant in grants} & FORBIDDEN_RESOURCES
     assert all("nonResourceURLs" not in rule and "resourceNames" not in rule for rule in role["rules"])
     assert {(grant.group, grant.resource) for grant in grants} == {
-        ("", "pods"), ("", "pods/log"), ("", "events"), ("events.k8s.io", "events"), ("", "nodes"),
-        ("batch", "jobs"), ("jobset.x-k8s.io", "jobsets"), ("kubeflow.org", "pytorchjobs"),
-        ("kueue.x-k8s.io", "workloads"), ("kueue.x-k8s.io", "localqueues"), ("kueue.x-k8s.io", "clusterqueues"),
+        ("", "pods"),
+        ("", "pods/log"),
+        ("", "events"),
+        ("events.k8s.io", "events"),
+        ("", "nodes"),
+        ("batch", "jobs"),
+        ("jobset.x-k8s.io", "jobsets"),
+        ("kubeflow.org", "pytorchjobs"),
+        ("kueue.x-k8s.io", "workloads"),
+        ("kueue.x-k8s.io", "localqueues"),
+        ("kueue.x-k8s.io", "clusterqueues"),
         ("aiperf.nvidia.com", "aiperfjobs"),
     }
     for grant_group_resource in {(g.group, g.resource) for g in grants}:
         assert {g.verb for g in grants if (g.group, g.resource) == grant_group_resource} == READ_VERBS
     binding = only(docs=docs, kind="ClusterRoleBinding")
-    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                                  "name": role["metadata"]["name"]}
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": role["metadata"]["name"],
+    }
     account = only(docs=docs, kind="ServiceAccount")
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["metadata"]["name"],
-                                    "namespace": NAMESPACE}]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": NAMESPACE}
+    ]
     assert _pod_spec(docs)["serviceAccountName"] == account["metadata"]["name"]
 
 
@@ -200,7 +226,9 @@ def test_namespaced_rbac_renders_one_role_per_namespace_and_no_cluster_role(helm
     assert sorted(b["metadata"]["namespace"] for b in bindings) == ["ml-train", "perf"]
     for role in roles:
         resources = {g.resource for g in grants_from_rules(rules=role["rules"])}
-        assert "nodes" not in resources and "clusterqueues" not in resources, "cluster-scoped: a Role cannot grant it"
+        assert "nodes" not in resources and "clusterqueues" not in resources, (
+            "cluster-scoped: a Role cannot grant it"
+        )
         assert {g.verb for g in grants_from_rules(rules=role["rules"])} == READ_VERBS
         assert not resources & FORBIDDEN_RESOURCES
     for binding in bindings:

@@ -27,7 +27,9 @@ class Stage:
 
 def _stages() -> list[Stage]:
     text = (REPO_ROOT / "Dockerfile").read_text(encoding="utf-8")
-    logical = re.sub(r"\\\n", " ", "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#")))
+    logical = re.sub(
+        r"\\\n", " ", "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    )
     stages: list[Stage] = []
     for line in logical.splitlines():
         if not line.strip():
@@ -67,7 +69,8 @@ def test_the_final_stage_runs_as_user_10001_with_the_cli_entrypoint() -> None:
 
 def test_the_build_context_keeps_every_file_the_package_build_needs() -> None:
     ignored = [
-        line.strip() for line in (REPO_ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+        line.strip()
+        for line in (REPO_ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
         if line.strip() and not line.startswith("#")
     ]
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]

@@ -22,11 +22,16 @@ pytestmark = pytest.mark.helm
         ({"config": {"signingSecret": "abc"}}, "Additional property signingSecret is not allowed"),
         ({"containerPort": 80}, "containerPort: Must be greater than or equal to 1024"),
         ({"rbac": {"namespaces": ["Not_A_Namespace"]}}, "rbac.namespaces.0: Does not match pattern"),
-        ({"image": {"repository": "x", "pullPolicy": "Sometimes"}}, "image.pullPolicy: image.pullPolicy must be one of"),
+        (
+            {"image": {"repository": "x", "pullPolicy": "Sometimes"}},
+            "image.pullPolicy: image.pullPolicy must be one of",
+        ),
         ({"resources": {"limits": {"memory": "lots"}}}, "resources.limits.memory: Does not match pattern"),
     ],
 )
-def test_the_schema_rejects_bad_values_with_helms_message(helm: Helm, values: dict[str, Any], complaint: str) -> None:
+def test_the_schema_rejects_bad_values_with_helms_message(
+    helm: Helm, values: dict[str, Any], complaint: str
+) -> None:
     result = helm.template_result(values=values)
     assert result.returncode != 0
     assert "values don't meet the specifications of the schema" in result.stderr
