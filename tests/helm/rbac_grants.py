@@ -108,3 +108,15 @@ def _verb(*, method: str, has_name: bool, watch: bool) -> str:
     if method == "DELETE":
         return "delete" if has_name else "deletecollection"
     return _METHOD_VERBS.get(method, method.lower())
+
+
+def ungranted_requests(*, grants: frozenset[Grant], requests: Iterable[tuple[str, str]]) -> list[str]:
+    """Each (method, path) the grants do not allow, as 'METHOD path -> group/resource verb', sorted and unique."""
+    missing: set[str] = set()
+    for method, path in requests:
+        access = access_for_request(method=method, path=path)
+        if access is not None and not is_granted(grants=grants, needed=access.grant):
+            missing.add(
+                f"{method} {path.split('?', 1)[0]} -> {access.group or 'core'}/{access.resource} {access.verb}"
+            )
+    return sorted(missing)

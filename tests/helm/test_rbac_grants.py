@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helm.rbac_grants import ApiAccess, Grant, access_for_request, grants_from_rules, is_granted
+from tests.helm.rbac_grants import (
+    ApiAccess,
+    Grant,
+    access_for_request,
+    grants_from_rules,
+    is_granted,
+    ungranted_requests,
+)
 
 
 @pytest.mark.parametrize(
@@ -105,3 +112,20 @@ def test_wildcards_grant_everything_they_cover() -> None:
     grants = grants_from_rules(rules=[{"apiGroups": ["batch"], "resources": ["*"], "verbs": ["*"]}])
     assert is_granted(grants=grants, needed=Grant("batch", "jobs", "delete"))
     assert not is_granted(grants=grants, needed=Grant("", "pods", "get"))
+
+
+def test_a_request_log_with_an_ungranted_call_is_reported_by_path_and_permission() -> None:
+    grants = grants_from_rules(
+        rules=[{"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]}]
+    )
+    log = [
+        ("GET", "/api"),
+        ("GET", "/api/v1/namespaces/ml/pods?limit=250"),
+        ("GET", "/api/v1/namespaces/ml/pods/a/log?tailLines=10"),
+        ("GET", "/api/v1/namespaces/ml/secrets/token"),
+        ("GET", "/apis/kueue.x-k8s.io/v1beta1/namespaces/ml/workloads?limit=5"),
+    ]
+    assert ungranted_requests(grants=grants, requests=log) == [
+        "GET /api/v1/namespaces/ml/secrets/token -> core/secrets get",
+        "GET /apis/kueue.x-k8s.io/v1beta1/namespaces/ml/workloads -> kueue.x-k8s.io/workloads list",
+    ]
