@@ -30,6 +30,7 @@ KINDS: dict[str, dict[str, list[tuple[str, str, bool]]]] = {
     },
     "apps": {"v1": [("deployments", "Deployment", True)]},
     "batch": {"v1": [("jobs", "Job", True)]},
+    "policy": {"v1": [("poddisruptionbudgets", "PodDisruptionBudget", True)]},
     "networking.k8s.io": {"v1": [("ingresses", "Ingress", True)]},
     "rbac.authorization.k8s.io": {
         "v1": [

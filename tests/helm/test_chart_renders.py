@@ -167,6 +167,14 @@ def test_postgresql_scales_out_and_migrates_once_in_a_hook_job(helm: Helm) -> No
     assert env_of(container=container)["DATABASE_URL"] == env["DATABASE_URL"]
 
 
+def test_replicas_get_a_disruption_budget_and_a_single_pod_none(helm: Helm) -> None:
+    budget = only(docs=_render(helm, "postgresql-3-replicas"), kind="PodDisruptionBudget")
+    assert budget["spec"]["maxUnavailable"] == 1
+    deployment = only(docs=_render(helm, "postgresql-3-replicas"), kind="Deployment")
+    assert budget["spec"]["selector"] == deployment["spec"]["selector"]
+    assert not of_kind(docs=_render(helm, "default"), kind="PodDisruptionBudget")
+
+
 @pytest.mark.parametrize("replicas", [2, 3, 10])
 def test_more_than_one_replica_on_sqlite_is_refused_with_a_clear_message(helm: Helm, replicas: int) -> None:
     result = helm.template_result(values={"replicaCount": replicas})
