@@ -200,8 +200,6 @@ def test_cluster_role_is_read_only_least_privilege(helm: Helm) -> None:
         ("jobset.x-k8s.io", "jobsets"),
         ("kubeflow.org", "pytorchjobs"),
         ("kueue.x-k8s.io", "workloads"),
-        ("kueue.x-k8s.io", "localqueues"),
-        ("kueue.x-k8s.io", "clusterqueues"),
         ("aiperf.nvidia.com", "aiperfjobs"),
     }
     for grant_group_resource in {(g.group, g.resource) for g in grants}:
@@ -219,12 +217,6 @@ def test_cluster_role_is_read_only_least_privilege(helm: Helm) -> None:
     assert _pod_spec(docs)["serviceAccountName"] == account["metadata"]["name"]
 
 
-def test_kueue_queue_read_can_be_switched_off(helm: Helm) -> None:
-    docs = parse_manifests(text=helm.template(values={"rbac": {"kueueQueues": False}}))
-    resources = {g.resource for g in grants_from_rules(rules=only(docs=docs, kind="ClusterRole")["rules"])}
-    assert "workloads" in resources and not {"localqueues", "clusterqueues"} & resources
-
-
 def test_namespaced_rbac_renders_one_role_per_namespace_and_no_cluster_role(helm: Helm) -> None:
     docs = _render(helm, "namespaced-rbac")
     assert not of_kind(docs=docs, kind="ClusterRole") and not of_kind(docs=docs, kind="ClusterRoleBinding")
@@ -234,9 +226,7 @@ def test_namespaced_rbac_renders_one_role_per_namespace_and_no_cluster_role(helm
     assert sorted(b["metadata"]["namespace"] for b in bindings) == ["ml-train", "perf"]
     for role in roles:
         resources = {g.resource for g in grants_from_rules(rules=role["rules"])}
-        assert "nodes" not in resources and "clusterqueues" not in resources, (
-            "cluster-scoped: a Role cannot grant it"
-        )
+        assert "nodes" not in resources, "cluster-scoped: a Role cannot grant it"
         assert {g.verb for g in grants_from_rules(rules=role["rules"])} == READ_VERBS
         assert not resources & FORBIDDEN_RESOURCES
     for binding in bindings:

@@ -124,7 +124,7 @@ tests/helm/test_rbac_matches_collectors.py checks these against the API calls th
   resources: ["pytorchjobs"]
   verbs: ["get", "list", "watch"]
 - apiGroups: ["kueue.x-k8s.io"]
-  resources: ["workloads"{{ if .Values.rbac.kueueQueues }}, "localqueues"{{ end }}]
+  resources: ["workloads"]
   verbs: ["get", "list", "watch"]
 - apiGroups: ["aiperf.nvidia.com"]
   resources: ["aiperfjobs"]
@@ -135,9 +135,4 @@ tests/helm/test_rbac_matches_collectors.py checks these against the API calls th
 - apiGroups: [""]
   resources: ["nodes"]
   verbs: ["get", "list", "watch"]
-{{- if .Values.rbac.kueueQueues }}
-- apiGroups: ["kueue.x-k8s.io"]
-  resources: ["clusterqueues"]
-  verbs: ["get", "list", "watch"]
-{{- end }}
 {{- end }}
