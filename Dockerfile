@@ -3,9 +3,8 @@
 
 FROM python:3.11-slim-bookworm AS builder
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-RUN apt-get update \
- && apt-get install -y --no-install-recommends build-essential \
- && rm -rf /var/lib/apt/lists/*
+# Every dependency ships manylinux wheels for 3.11, so no compiler is needed even here; any build tool a
+# future dependency needs belongs in this stage only.
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY bot ./bot
