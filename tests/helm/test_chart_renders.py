@@ -238,3 +238,31 @@ def test_namespaced_rbac_without_namespaces_is_refused(helm: Helm) -> None:
     result = helm.template_result(values={"rbac": {"namespaced": True}})
     assert result.returncode != 0
     assert "rbac.namespaced=true needs rbac.namespaces" in result.stderr
+
+
+def test_a_grace_period_shorter_than_the_snapshot_deadline_is_refused(helm: Helm) -> None:
+    result = helm.template_result(
+        values={"terminationGracePeriodSeconds": 20, "config": {"snapshotDeadlineSeconds": 30}}
+    )
+    assert result.returncode != 0
+    assert "terminationGracePeriodSeconds=20 must exceed config.snapshotDeadlineSeconds=30" in result.stderr
+    accepted = helm.template_result(
+        values={"terminationGracePeriodSeconds": 31, "config": {"snapshotDeadlineSeconds": 30}}
+    )
+    assert accepted.returncode == 0, accepted.stderr
+
+
+def test_the_image_defaults_to_the_chart_app_version_and_can_be_pinned(helm: Helm) -> None:
+    default = _bot_container(_render(helm, "default"))
+    assert default["image"] == "ghcr.io/triage-bot/triage-bot:0.1.0"
+    pinned = parse_manifests(
+        text=helm.template(
+            values={
+                "image": {"repository": "registry.local/triage", "tag": "sha-abc", "pullPolicy": "Always"},
+                "imagePullSecrets": [{"name": "regcred"}],
+            }
+        )
+    )
+    container = _bot_container(pinned)
+    assert (container["image"], container["imagePullPolicy"]) == ("registry.local/triage:sha-abc", "Always")
+    assert _pod_spec(pinned)["imagePullSecrets"] == [{"name": "regcred"}]

@@ -61,6 +61,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and .Values.ingress.enabled (eq .Values.mode "socket") }}
 {{- fail "ingress.enabled=true with mode=socket: Socket Mode dials out to Slack and needs no inbound route. Set ingress.enabled=false, or mode=http." }}
 {{- end }}
+{{- if le (float64 .Values.terminationGracePeriodSeconds) (float64 .Values.config.snapshotDeadlineSeconds) }}
+{{- fail (printf "terminationGracePeriodSeconds=%v must exceed config.snapshotDeadlineSeconds=%v: on shutdown an in-flight snapshot needs its whole deadline to finish (or be recorded as interrupted) before Kubernetes kills the pod." .Values.terminationGracePeriodSeconds .Values.config.snapshotDeadlineSeconds) }}
+{{- end }}
 {{- if and .Values.rbac.create .Values.rbac.namespaced (empty .Values.rbac.namespaces) }}
 {{- fail "rbac.namespaced=true needs rbac.namespaces: list the namespaces the bot may read, e.g. --set 'rbac.namespaces={ml-train,perf}'." }}
 {{- end }}
