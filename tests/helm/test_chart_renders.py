@@ -83,7 +83,7 @@ def test_liveness_and_readiness_probe_the_health_endpoints_on_the_http_port(helm
     assert container["ports"] == [{"name": "http", "containerPort": 3000, "protocol": "TCP"}]
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
-    assert container["args"] == ["serve", "--port", "3000"]
+    assert container["args"] == ["serve", "--port", "3000", "--no-migrate"], "replicas must never migrate"
     assert container["resources"]["requests"] and container["resources"]["limits"]
 
 
