@@ -266,3 +266,17 @@ def test_the_image_defaults_to_the_chart_app_version_and_can_be_pinned(helm: Hel
     container = _bot_container(pinned)
     assert (container["image"], container["imagePullPolicy"]) == ("registry.local/triage:sha-abc", "Always")
     assert _pod_spec(pinned)["imagePullSecrets"] == [{"name": "regcred"}]
+
+
+def test_an_existing_service_account_is_used_and_bound_instead_of_creating_one(helm: Helm) -> None:
+    docs = parse_manifests(
+        text=helm.template(values={"serviceAccount": {"create": False, "name": "platform-reader"}})
+    )
+    assert not of_kind(docs=docs, kind="ServiceAccount")
+    assert _pod_spec(docs)["serviceAccountName"] == "platform-reader"
+    assert only(docs=docs, kind="ClusterRoleBinding")["subjects"][0]["name"] == "platform-reader"
+
+
+def test_rbac_can_be_left_to_the_cluster_admin(helm: Helm) -> None:
+    docs = parse_manifests(text=helm.template(values={"rbac": {"create": False}}))
+    assert not {doc["kind"] for doc in docs} & {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}

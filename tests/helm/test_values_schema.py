@@ -26,6 +26,10 @@ pytestmark = pytest.mark.helm
             {"image": {"repository": "x", "pullPolicy": "Sometimes"}},
             "image.pullPolicy: image.pullPolicy must be one of",
         ),
+        (
+            {"extraEnv": [{"name": "DATABASE_URL", "value": "postgresql://u:pw@db/t"}]},
+            "extraEnv.0: Must not validate the schema",
+        ),
         ({"resources": {"limits": {"memory": "lots"}}}, "resources.limits.memory: Does not match pattern"),
     ],
 )
@@ -53,4 +57,10 @@ def test_the_schema_accepts_every_value_the_readme_shows(helm: Helm) -> None:
         "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
     }
     result = helm.template_result(values=values)
+    assert result.returncode == 0, result.stderr
+
+
+def test_secret_variables_in_extra_env_are_accepted_from_a_secret_reference(helm: Helm) -> None:
+    ref = {"secretKeyRef": {"name": "other", "key": "jwt"}}
+    result = helm.template_result(values={"extraEnv": [{"name": "SLURM_JWT", "valueFrom": ref}]})
     assert result.returncode == 0, result.stderr
