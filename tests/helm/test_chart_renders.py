@@ -280,3 +280,29 @@ def test_an_existing_service_account_is_used_and_bound_instead_of_creating_one(h
 def test_rbac_can_be_left_to_the_cluster_admin(helm: Helm) -> None:
     docs = parse_manifests(text=helm.template(values={"rbac": {"create": False}}))
     assert not {doc["kind"] for doc in docs} & {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+
+
+RESTRICTED_VOLUME_TYPES = {
+    "emptyDir",
+    "persistentVolumeClaim",
+    "configMap",
+    "secret",
+    "projected",
+    "downwardAPI",
+    "ephemeral",
+    "csi",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_pods_meet_the_restricted_pod_security_standard(helm: Helm, name: str) -> None:
+    docs = _render(helm, name)
+    for pod in [_pod_spec(docs)] + [
+        doc["spec"]["template"]["spec"] for doc in of_kind(docs=docs, kind="Job")
+    ]:
+        assert not any(pod.get(flag) for flag in ("hostNetwork", "hostPID", "hostIPC"))
+        for volume in pod["volumes"]:
+            assert set(volume) - {"name"} <= RESTRICTED_VOLUME_TYPES, volume
+        for container in pod.get("initContainers", []) + pod["containers"]:
+            assert all("hostPort" not in port for port in container.get("ports", []))
+            assert container["securityContext"].get("privileged") is False
