@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import kubernetes_validate
 import pytest
 
 from tests.helm.chart import Helm, isolated_env, parse_manifests
@@ -95,3 +96,36 @@ def test_the_model_check_finds_a_misspelt_field_and_a_missing_required_one() -> 
     }
     (problem,) = shape_problems(manifest=missing_selector)
     assert "selector" in problem
+
+
+KUBERNETES_VERSION = "1.32"  # the kubectl the CI fetches; the chart's kubeVersion floor is 1.25
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_every_rendered_object_validates_against_the_kubernetes_json_schema_strictly(
+    helm: Helm, name: str
+) -> None:
+    for manifest in parse_manifests(text=helm.template(values=SCENARIOS[name])):
+        kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
+
+
+def test_the_strict_schema_check_catches_a_wrong_type_and_an_unknown_field() -> None:
+    base = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "x"},
+        "spec": {
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {"spec": {"containers": [{"name": "c"}]}},
+        },
+    }
+    wrong_type = {**base, "spec": {**base["spec"], "replicas": "two"}}
+    with pytest.raises(kubernetes_validate.ValidationError, match="'two' is not of type 'integer'"):
+        kubernetes_validate.validate(wrong_type, KUBERNETES_VERSION, strict=True)
+    misspelt = {
+        **base,
+        "spec": {**base["spec"], "template": {"spec": {"containers": [{"name": "c", "readinessprobe": {}}]}}},
+    }
+    with pytest.raises(kubernetes_validate.ValidationError, match="readinessprobe"):
+        kubernetes_validate.validate(misspelt, KUBERNETES_VERSION, strict=True)
+    kubernetes_validate.validate(base, KUBERNETES_VERSION, strict=True)
