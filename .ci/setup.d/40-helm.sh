@@ -21,5 +21,5 @@ if ! { [ -x "$_triage_tools/bin/helm" ] && [ -x "$_triage_tools/bin/kubectl" ]; 
 fi
 export TRIAGE_HELM="$_triage_tools/bin/helm"
 export TRIAGE_KUBECTL="$_triage_tools/bin/kubectl"
-echo "helm: $("$TRIAGE_HELM" version --short 2>/dev/null || echo missing)  kubectl: $("$TRIAGE_KUBECTL" version --client 2>/dev/null | head -1 || echo missing)"
+echo "helm: $("$TRIAGE_HELM" version --short 2>/dev/null || echo missing)  kubectl: $("$TRIAGE_KUBECTL" version --client 2>/dev/null | sed -n 1p || echo missing)"
 unset _triage_tools
