@@ -15,8 +15,10 @@ COPY templates ./templates
 RUN pip wheel --wheel-dir /wheels .
 
 FROM python:3.11-slim-bookworm AS runtime
+# The chart mounts the root filesystem read-only: caches (matplotlib's font cache) go to /tmp.
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    PORT=3000 DATABASE_URL=sqlite:////data/triage.db
+    PORT=3000 DATABASE_URL=sqlite:////data/triage.db \
+    MPLCONFIGDIR=/tmp/matplotlib XDG_CACHE_HOME=/tmp/.cache
 RUN groupadd --system --gid 10001 triage \
  && useradd --system --uid 10001 --gid 10001 --home-dir /home/triage --create-home --shell /usr/sbin/nologin triage \
  && mkdir -p /data && chown 10001:10001 /data
