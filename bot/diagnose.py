@@ -22,7 +22,7 @@ from bot.findings import (
     Verdict,
     utcnow,
 )
-from bot.report import Diagnosis, Diagnoser, SnapshotReport
+from bot.report import Diagnoser, Diagnosis, SnapshotReport
 from bot.targets import Platform, Target, parse_target
 
 ClusterUnreachable = kube_calls.ClusterUnreachable
@@ -35,7 +35,7 @@ class TargetNotFound(LookupError):
 def classify(observations: Sequence[Observation]) -> Diagnosis:
     """The classifier (bot.classify); a placeholder that says so only when that package is absent."""
     try:
-        from bot.classify import diagnose_observations  # noqa: PLC0415 - optional until merged
+        from bot.classify import diagnose_observations
     except ImportError:
         return Diagnosis(verdict=Verdict(
             layer=None, confidence=0.0,
@@ -48,18 +48,19 @@ def diagnose(*, target: Target | str, settings: Settings, api_client: Any = None
     """Take one bounded snapshot of `target` and classify it; raises TargetNotFound / ClusterUnreachable."""
     parsed = parse_target(target) if isinstance(target, str) else target
     taken_at = utcnow()
-    budget = snapshot.Budget(bounds=settings.bounds)
     if parsed.platform is not Platform.KUBERNETES:
         report = CollectorReport(name="slurm", outcome=CollectorOutcome.SKIPPED, elapsed_ms=0,
                                  detail="Slurm targets are diagnosed by the Slurm collectors")
         return SnapshotReport(target=parsed.key, target_kind="slurm", taken_at=taken_at, elapsed_ms=0,
                               verdict=Verdict(layer=None, confidence=0.0, summary="No Slurm collector here."),
                               findings=(), collectors=(report,), not_checked=("slurm: skipped",))
+    kube_calls.preload_models()  # once per process; not charged to the snapshot's deadline
+    budget = snapshot.Budget(bounds=settings.bounds)
     try:
         ctx = kube_plan.context_for(target=parsed, budget=budget, api_client=api_client,
                                     kubeconfig=settings.kubeconfig, kube_context=settings.kube_context,
                                     in_cluster=settings.in_cluster)
-    except Exception as exc:  # noqa: BLE001 - kubeconfig errors come in many types; all mean "cannot reach"
+    except Exception as exc:
         raise ClusterUnreachable(f"cannot load cluster credentials: {exc}") from exc
     result = snapshot.run_snapshot(stages=kube_plan.plan(ctx), budget=budget)
     if ctx.unreachable:
@@ -166,7 +167,7 @@ class _LabServers:
         self._servers: list[Any] = []
 
     def kubeconfig(self, scenario: str) -> Path:
-        from bot.lab import kube_api, scenarios  # noqa: PLC0415 - the lab is only loaded for the demo
+        from bot.lab import kube_api, scenarios
 
         with self._lock:
             if scenario not in self._kubeconfigs:

@@ -237,7 +237,7 @@ def _run_stage(*, steps: list[Step], budget: Budget, executor: concurrent.future
     for step in steps:
         sink = Sink(budget=budget)
         running[executor.submit(_run_step, step, sink)] = (step, sink)
-    done, pending = concurrent.futures.wait(running, timeout=budget.remaining())
+    done, _ = concurrent.futures.wait(running, timeout=budget.remaining())
     for future, (step, sink) in running.items():
         tally = tallies.setdefault(step.collector, _Tally(name=step.collector))
         kept = sink.close()

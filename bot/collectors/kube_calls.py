@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +42,24 @@ def build_api_client(*, kubeconfig: Path | None, context: str | None, in_cluster
     configuration.connection_pool_maxsize = pool_size
     configuration.retries = urllib3.Retry(total=1, connect=1, read=0, status=0, redirect=0)
     return client.ApiClient(configuration)
+
+
+_MODEL_NAME = re.compile(r"[A-Z]\w+")
+
+
+def preload_models() -> None:
+    """Build the client's model classes now (about half a second, once per process), not inside a deadline."""
+    for api_class in ("CoreV1Api", "BatchV1Api", "CustomObjectsApi"):
+        getattr(client, api_class)
+    pending, seen = ["V1JobList", "V1PodList", "V1Node", "CoreV1EventList"], set()
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        model = getattr(client, name, None)
+        for type_name in getattr(model, "openapi_types", {}).values():
+            pending.extend(_MODEL_NAME.findall(type_name))
 
 
 def to_wire(api: client.ApiClient, obj: Any) -> Any:

@@ -20,18 +20,19 @@ QUIET_WAITING = {"ContainerCreating", "PodInitializing"}
 # Order matters: the first pattern that matches names the line.
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nccl_warn", re.compile(r"NCCL WARN")),
-    ("nccl_error", re.compile(r"NCCL error|ncclSystemError|ncclInternalError|ncclRemoteError", re.I)),
-    ("ib_error", re.compile(r"\bibv_|\bmlx5_\d+.*(error|down)|RDMA.*(error|fail)", re.I)),
-    ("xid", re.compile(r"\bXid\b", re.I)),
-    ("cuda_error", re.compile(r"CUDA error|cudaError|CUBLAS_STATUS|CUDNN_STATUS|device-side assert", re.I)),
-    ("trt_error", re.compile(r"\[TRT\].*\[E\]|TensorRT.*(error|fail|mismatch)|deserializ\w+ .*fail", re.I)),
-    ("oom", re.compile(r"out of memory|OOM|Killed process|MemoryError", re.I)),
+    ("nccl_error", re.compile(r"NCCL error|ncclSystemError|ncclInternalError|ncclRemoteError", re.IGNORECASE)),
+    ("ib_error", re.compile(r"\bibv_|\bmlx5_\d+.*(error|down)|RDMA.*(error|fail)", re.IGNORECASE)),
+    ("xid", re.compile(r"\bXid\b", re.IGNORECASE)),
+    ("gpu_oom", re.compile(r"CUDA out of memory|OutOfMemoryError: CUDA", re.IGNORECASE)),
+    ("cuda_error", re.compile(r"CUDA error|cudaError|CUBLAS_STATUS|CUDNN_STATUS|device-side assert", re.IGNORECASE)),
+    ("trt_error", re.compile(r"\[TRT\].*\[E\]|TensorRT.*(error|fail|mismatch)|deserializ\w+ .*fail", re.IGNORECASE)),
+    ("oom", re.compile(r"out of memory|OOM|Killed process|MemoryError", re.IGNORECASE)),
     ("traceback", re.compile(r"^Traceback \(most recent call last\)")),
-    ("connection_refused", re.compile(r"connection refused|ECONNREFUSED|no route to host", re.I)),
-    ("http_5xx", re.compile(r"\bHTTP[/ ]\S*\s*5\d\d\b|\b50[234] (Service|Bad|Gateway)", re.I)),
-    ("timeout", re.compile(r"timed out|timeout|deadline exceeded", re.I)),
-    ("exception", re.compile(r"^\w*(Error|Exception)\b[:(]|^\s*raise ", re.M)),
-    ("error", re.compile(r"\b(error|fatal|panic|failed)\b", re.I)),
+    ("connection_refused", re.compile(r"connection refused|ECONNREFUSED|no route to host", re.IGNORECASE)),
+    ("http_5xx", re.compile(r"\bHTTP[/ ]\S*\s*5\d\d\b|\b50[234] (Service|Bad|Gateway)", re.IGNORECASE)),
+    ("timeout", re.compile(r"timed out|timeout|deadline exceeded", re.IGNORECASE)),
+    ("exception", re.compile(r"^\w*(Error|Exception)\b[:(]|^\s*raise ", re.MULTILINE)),
+    ("error", re.compile(r"\b(error|fatal|panic|failed)\b", re.IGNORECASE)),
 )
 NCCL_HOST = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]*):\d+:\d+ ")
 NCCL_PEER = re.compile(r"peer (?:(?P<ip>[0-9a-f.:]+)<\d+>(?: \((?P<named>[\w.-]+)\))?|(?P<host>[A-Za-z][\w.-]*))")

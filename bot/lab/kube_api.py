@@ -13,7 +13,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -193,25 +193,41 @@ def _split_terms(text: str) -> list[str]:
     return [term.strip() for term in terms if term.strip()]
 
 
-def label_matcher(text: str):  # noqa: ANN201 - a small closure
-    """Compile a label selector (=, ==, !=, in, notin, exists, !exists) into a predicate on labels."""
-    checks = []
+def parse_label_selector(text: str) -> list[tuple[str, str, frozenset[str]]]:
+    """`a=b,c!=d,e in (x,y),f,!g` -> [(key, op, values)] with op one of in, notin, exists, missing."""
+    terms = []
     for term in _split_terms(text):
         match = re.fullmatch(r"(\S+)\s+(in|notin)\s+\((.*)\)", term)
         if match:
-            key, op, values = match.group(1), match.group(2), {v.strip() for v in match.group(3).split(",")}
-            checks.append(lambda labels, k=key, o=op, vs=values: (labels.get(k) in vs) == (o == "in"))
+            terms.append((match.group(1), match.group(2),
+                          frozenset(v.strip() for v in match.group(3).split(","))))
         elif "!=" in term:
             key, value = term.split("!=", 1)
-            checks.append(lambda labels, k=key.strip(), v=value.strip(): labels.get(k) != v)
+            terms.append((key.strip(), "notin", frozenset({value.strip()})))
         elif "=" in term:
             key, value = term.replace("==", "=").split("=", 1)
-            checks.append(lambda labels, k=key.strip(), v=value.strip(): labels.get(k) == v)
+            terms.append((key.strip(), "in", frozenset({value.strip()})))
         elif term.startswith("!"):
-            checks.append(lambda labels, k=term[1:].strip(): k not in labels)
+            terms.append((term[1:].strip(), "missing", frozenset()))
         else:
-            checks.append(lambda labels, k=term: k in labels)
-    return lambda labels: all(check(labels) for check in checks)
+            terms.append((term, "exists", frozenset()))
+    return terms
+
+
+def label_matcher(text: str) -> Callable[[dict[str, str]], bool]:
+    """Compile a label selector into a predicate on an object's labels."""
+    terms = parse_label_selector(text)
+
+    def matches(labels: dict[str, str]) -> bool:
+        for key, op, values in terms:
+            present = key in labels
+            if op == "exists" and not present or op == "missing" and present:
+                return False
+            if op == "in" and labels.get(key) not in values or op == "notin" and labels.get(key) in values:
+                return False
+        return True
+
+    return matches
 
 
 def _encode_continue(*, offset: int, resource_version: str) -> str:
@@ -417,9 +433,8 @@ class KubeApiServer:
         group = match.group("group") or ""
         version = match.group("cv") or match.group("gv")
         namespace, plural, name, sub = match.group("ns"), match.group("plural"), match.group("name"), match.group("sub")
-        if namespace is None and plural == "namespaces" and name and sub is None:
-            plural, name, namespace = "namespaces", name, None
-        elif namespace is None and name and sub is None and plural not in ("nodes", "namespaces", "clusterqueues"):
+        cluster_scoped = plural in ("nodes", "namespaces", "clusterqueues")
+        if namespace is None and name and sub is None and not cluster_scoped:
             raise _ApiError(404, "NotFound", "the server could not find the requested resource")
         rt = self.state.resource_type(group=group, plural=plural)
         if rt is None or rt.version != version:
@@ -512,7 +527,7 @@ def _make_handler(server: KubeApiServer) -> type[BaseHTTPRequestHandler]:
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        def do_GET(self) -> None:
             parts = urlsplit(self.path)
             status, content_type, body = server.respond(
                 path=parts.path, query=parse_qs(parts.query), accept=self.headers.get("Accept", ""))
@@ -533,9 +548,9 @@ def _make_handler(server: KubeApiServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        do_POST = do_PUT = do_PATCH = do_DELETE = _refuse  # noqa: N815
+        do_POST = do_PUT = do_PATCH = do_DELETE = _refuse
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature from http.server
+        def log_message(self, format: str, *args: Any) -> None:
             return
 
     return Handler

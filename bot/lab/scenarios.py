@@ -158,8 +158,8 @@ def pending_gpu_taint() -> Scenario:
     message = ("0/16 nodes are available: 12 node(s) had untolerated taint {nvidia.com/gpu: present}, "
                "4 node(s) didn't match Pod's node affinity/selector. preemption: 0/16 nodes are available: "
                "16 Preemption is not helpful for scheduling.")
-    job, pods = _training_job(b, name="train-llm", nodes=[None, None], phase="Pending",
-                              scheduled=(False, "Unschedulable", message))
+    _, pods = _training_job(b, name="train-llm", nodes=[None, None], phase="Pending",
+                            scheduled=(False, "Unschedulable", message))
     for pod in pods:
         pod["spec"]["tolerations"] = []
     _scheduling_events(b, pods, message)
