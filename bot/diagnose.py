@@ -62,7 +62,11 @@ def diagnose(*, target: Target | str, settings: Settings, api_client: Any = None
                                     in_cluster=settings.in_cluster)
     except Exception as exc:
         raise ClusterUnreachable(f"cannot load cluster credentials: {exc}") from exc
-    result = snapshot.run_snapshot(stages=kube_plan.plan(ctx), budget=budget)
+    try:
+        result = snapshot.run_snapshot(stages=kube_plan.plan(ctx), budget=budget)
+    finally:
+        if api_client is None:
+            ctx.caller.api.close()  # we built it: release its connection pool (per snapshot, not per process)
     if ctx.unreachable:
         raise ClusterUnreachable(ctx.unreachable)
     workload_report = next((r for r in result.reports if r.name == "workload"), None)

@@ -110,6 +110,12 @@ class Sink:
             if note not in self.notes:
                 self.notes.append(note)
 
+    def note(self, text: str) -> None:
+        """Say something about the result without changing its outcome."""
+        with self._lock:
+            if text not in self.notes:
+                self.notes.append(text)
+
     def mark(self, outcome: CollectorOutcome, note: str) -> None:
         """Set the step's outcome explicitly (e.g. skipped: not an AIPerfJob; forbidden on one sub-call)."""
         with self._lock:

@@ -7,14 +7,13 @@ import json
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from bot import compare as compare_mod
-from bot import diagnose as diagnose_mod
 from bot.config import load_settings
 from bot.report import SnapshotReport
 from bot.targets import InvalidTarget, parse_target
@@ -36,6 +35,8 @@ def _fail(message: str, *, code: int) -> typer.Exit:
 
 
 def _snapshot(*, raw: str, settings: Any) -> SnapshotReport:
+    from bot import diagnose as diagnose_mod
+
     try:
         target = parse_target(raw)
     except InvalidTarget as exc:
@@ -54,8 +55,8 @@ def render_markdown(report: SnapshotReport, differences: list[compare_mod.Differ
     """The report as Markdown (for tickets and runbooks)."""
     verdict = report.verdict
     lines = [f"# Snapshot of `{report.target}` ({report.target_kind or 'unknown kind'})", "",
-             f"**Verdict:** {verdict.layer.value if verdict.layer else 'undetermined'} "
-             f"(confidence {verdict.confidence:.2f}) — {verdict.summary}", ""]
+             (f"**Verdict:** {verdict.layer.value if verdict.layer else 'undetermined'} "
+             f"(confidence {verdict.confidence:.2f}) — {verdict.summary}"), ""]
     if report.findings:
         lines.append("## Findings")
         for finding in report.findings:
@@ -121,12 +122,12 @@ def register(app: typer.Typer) -> None:
 
     @triage.command("job")
     def job(
-        job_id: str = typer.Argument(..., help="namespace/name, kind/namespace/name, or a Slurm job number"),
-        kubeconfig: Path | None = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG)"),
-        context: str | None = typer.Option(None, "--context", help="kubeconfig context"),
-        deadline: float | None = typer.Option(None, "--deadline", help="global snapshot deadline in seconds"),
-        output: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", help="text, json or markdown"),
-        compare: str | None = typer.Option(None, "--compare", help="a healthy workload id to diff against"),
+        job_id: Annotated[str, typer.Argument(help="namespace/name, kind/namespace/name, or a Slurm job number")],
+        kubeconfig: Annotated[Path | None, typer.Option(help="kubeconfig file (default: $KUBECONFIG)")] = None,
+        context: Annotated[str | None, typer.Option(help="kubeconfig context")] = None,
+        deadline: Annotated[float | None, typer.Option(help="global snapshot deadline in seconds")] = None,
+        output: Annotated[OutputFormat, typer.Option("--format", help="text, json or markdown")] = OutputFormat.TEXT,
+        compare: Annotated[str | None, typer.Option(help="a healthy workload id to diff against")] = None,
     ) -> None:
         """Take a bounded snapshot of one workload, classify it, and print the report."""
         if deadline is not None and not 0 < deadline <= 600:
@@ -167,9 +168,9 @@ def register(app: typer.Typer) -> None:
 
     @lab.command("serve")
     def lab_serve(
-        scenario: str = typer.Argument(..., help="a name from `lab list`"),
-        kubeconfig_out: Path | None = typer.Option(None, "--kubeconfig-out", help="where to write the kubeconfig"),
-        seconds: float | None = typer.Option(None, "--seconds", help="stop after this long (default: Ctrl-C)"),
+        scenario: Annotated[str, typer.Argument(help="a name from `lab list`")],
+        kubeconfig_out: Annotated[Path | None, typer.Option(help="where to write the kubeconfig")] = None,
+        seconds: Annotated[float | None, typer.Option(help="stop after this long (default: Ctrl-C)")] = None,
     ) -> None:
         """Serve a simulated cluster on loopback and print a kubeconfig for it."""
         from bot.lab import kube_api, scenarios

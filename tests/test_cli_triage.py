@@ -98,7 +98,7 @@ def test_lab_serve_prints_a_kubeconfig_that_works_until_interrupted(tmp_path: Pa
         first = process.stdout.readline()
         assert first.strip() == f"kubeconfig: {tmp_path / 'kc'}"
         code, out, _ = _run("triage", "job", "ml/train-llm", "--kubeconfig", str(tmp_path / "kc"), "--format", "json")
-        assert code == 0 and json.loads(out)["target_kind"] == "job"
+        assert code == 0 and json.loads(out)["target_kind"] == "pytorchjob"
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=20)

@@ -145,3 +145,13 @@ def test_a_cluster_that_does_not_answer_is_unreachable(tmp_path: Path) -> None:
     settings = load_settings(KUBECONFIG=str(kubeconfig), bounds=SnapshotBounds(deadline_seconds=5))
     with pytest.raises(ClusterUnreachable):
         diagnose(target="ml/train-llm", settings=settings)
+
+
+def test_a_restarted_container_without_a_kept_previous_log_is_noted_not_an_error(tmp_path: Path) -> None:
+    state = _big_job(pods=1)
+    state.add_log(namespace="ml", pod="wide-00000", container="trainer", text="Error: current run failed\n")
+    with running_lab(tmp_path=tmp_path, state=state) as lab:
+        report = diagnose(target="ml/wide", settings=lab.settings())
+    logs = next(item for item in report.collectors if item.name == "logs")
+    assert logs.outcome is CollectorOutcome.OK and "no previous log" in logs.detail
+    assert any(item.kind == "log_line" and not item.fields["previous"] for item in report.observations)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -49,8 +48,6 @@ _MODEL_NAME = re.compile(r"[A-Z]\w+")
 
 def preload_models() -> None:
     """Build the client's model classes now (about half a second, once per process), not inside a deadline."""
-    for api_class in ("CoreV1Api", "BatchV1Api", "CustomObjectsApi"):
-        getattr(client, api_class)
     pending, seen = ["V1JobList", "V1PodList", "V1Node", "CoreV1EventList"], set()
     while pending:
         name = pending.pop()
@@ -69,16 +66,30 @@ def to_wire(api: client.ApiClient, obj: Any) -> Any:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Caller:
-    """Makes API calls inside a budget and turns client errors into the outcomes reports use."""
+    """Makes GETs through the client's ApiClient inside a budget, and maps client errors to report outcomes.
+
+    It uses the ApiClient's own request, transport and strict model deserialisation, but not the generated
+    CoreV1Api/BatchV1Api classes: importing those builds hundreds of validated methods (over a second of CPU
+    per process), while a snapshot needs six read paths.
+    """
 
     api: client.ApiClient
     budget: Budget
 
-    def call(self, fn: Callable[..., Any], *args: Any, what: str, **kwargs: Any) -> Any:
-        """One call with a timeout that never passes the deadline; errors mapped."""
+    def get(self, path: str, *, what: str, response_type: str, path_params: dict[str, str] | None = None,
+            query: dict[str, Any] | None = None) -> Any:
+        """One GET with a timeout that never passes the deadline, deserialised as `response_type`."""
         timeout = self.budget.call_timeout()
+        params = [(key, value) for key, value in (query or {}).items() if value is not None]
+        accept = "text/plain" if response_type == "str" else "application/json"
         try:
-            return fn(*args, _request_timeout=(min(timeout, 3.0), timeout), **kwargs)
+            request = self.api.param_serialize(method="GET", resource_path=path, path_params=path_params or {},
+                                               query_params=params, header_params={"Accept": accept},
+                                               auth_settings=["BearerToken"])
+            response = self.api.call_api(*request, _request_timeout=(min(timeout, 3.0), timeout))
+            response.read()
+            return self.api.response_deserialize(response_data=response,
+                                                 response_types_map={"200": response_type}).data
         except ApiException as exc:
             raise _mapped(exc, what=what) from None
         except urllib3.exceptions.MaxRetryError as exc:
@@ -90,20 +101,23 @@ class Caller:
         except urllib3.exceptions.HTTPError as exc:
             raise ClusterUnreachable(f"{what}: {exc}") from None
 
-    def list_all(self, fn: Callable[..., Any], *args: Any, what: str, max_items: int | None = None,
-                 **kwargs: Any) -> tuple[list[Any], bool]:
+    def list_all(self, path: str, *, what: str, response_type: str, path_params: dict[str, str] | None = None,
+                 query: dict[str, Any] | None = None, max_items: int | None = None) -> tuple[list[Any], bool]:
         """Page a list with limit/continue up to the per-list cap; returns (items, truncated)."""
         cap = max_items or self.budget.bounds.max_items_per_list
         items: list[Any] = []
         token: str | None = None
         while True:
-            page_size = min(self.budget.bounds.page_size, cap - len(items))
-            extra = {"_continue": token} if token else {}
-            result = self.call(fn, *args, what=what, limit=page_size, **extra, **kwargs)
-            page = result.items if hasattr(result, "items") and not isinstance(result, dict) else result["items"]
-            items.extend(page)
-            metadata = result["metadata"] if isinstance(result, dict) else result.metadata
-            token = (metadata.get("continue") if isinstance(metadata, dict) else metadata._continue) or None
+            page_query = {**(query or {}), "limit": min(self.budget.bounds.page_size, cap - len(items)),
+                          "continue": token}
+            result = self.get(path, what=what, response_type=response_type, path_params=path_params,
+                              query=page_query)
+            if isinstance(result, dict):
+                items.extend(result.get("items") or [])
+                token = (result.get("metadata") or {}).get("continue") or None
+            else:
+                items.extend(result.items or [])
+                token = result.metadata._continue if result.metadata else None
             if not token:
                 return items, False
             if len(items) >= cap:
@@ -134,7 +148,7 @@ def parse_time(value: Any) -> datetime:
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     if isinstance(value, str) and value:
         try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00"))
+            return datetime.fromisoformat(value)
         except ValueError:
             return utcnow()
     return utcnow()

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubernetes import client
-
 from bot.collectors.kube_calls import observation, to_wire
 from bot.collectors.kube_context import KubeContext
 from bot.snapshot import Sink
@@ -15,20 +13,21 @@ MAX_EVENTS_PER_OBJECT = 50
 
 def collect_object_events(ctx: KubeContext, sink: Sink, *, kind: str, name: str) -> None:
     """Events for one namespaced object (the workload or one pod)."""
-    core = client.CoreV1Api(ctx.caller.api)
     selector = f"involvedObject.name={name}"
-    items, truncated = ctx.caller.list_all(core.list_namespaced_event, ctx.namespace, field_selector=selector,
-                                           what=f"list events {selector}", max_items=MAX_EVENTS_PER_OBJECT)
+    items, truncated = ctx.caller.list_all("/api/v1/namespaces/{namespace}/events",
+                                           path_params={"namespace": ctx.namespace}, response_type="CoreV1EventList",
+                                           query={"fieldSelector": selector}, what=f"list events {selector}",
+                                           max_items=MAX_EVENTS_PER_OBJECT)
     command = f"kubectl get events -n {ctx.namespace} --field-selector {selector} --sort-by=.lastTimestamp"
     _emit(ctx, sink, items=items, truncated=truncated, command=command, subject=f"{kind}/{ctx.namespace}/{name}")
 
 
 def collect_node_events(ctx: KubeContext, sink: Sink, *, node: str) -> None:
     """Warning events reported against one node (GPU Xid reports, pressure, kubelet trouble)."""
-    core = client.CoreV1Api(ctx.caller.api)
     selector = f"involvedObject.kind=Node,involvedObject.name={node},type=Warning"
-    items, truncated = ctx.caller.list_all(core.list_event_for_all_namespaces, field_selector=selector,
-                                           what=f"list events {selector}", max_items=MAX_EVENTS_PER_OBJECT)
+    items, truncated = ctx.caller.list_all("/api/v1/events", response_type="CoreV1EventList",
+                                           query={"fieldSelector": selector}, what=f"list events {selector}",
+                                           max_items=MAX_EVENTS_PER_OBJECT)
     command = f"kubectl get events -A --field-selector {selector} --sort-by=.lastTimestamp"
     _emit(ctx, sink, items=items, truncated=truncated, command=command, subject=f"node/{node}")
 

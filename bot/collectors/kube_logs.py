@@ -6,11 +6,9 @@ import dataclasses
 import re
 from typing import Any
 
-from kubernetes import client
-
 from bot.collectors.kube_calls import observation
 from bot.collectors.kube_context import KubeContext
-from bot.snapshot import Sink
+from bot.snapshot import CollectorFailure, Sink
 
 MAX_HEALTHY_CONTAINERS = 4
 MAX_MATCHED_LINES = 25
@@ -73,7 +71,12 @@ def choose_containers(ctx: KubeContext) -> list[LogTarget]:
 def collect_log(ctx: KubeContext, sink: Sink, *, target: LogTarget) -> None:
     """Read the tail of one container (previous instance first when it restarted)."""
     for previous in ((True, False) if target.previous else (False,)):
-        _read_one(ctx, sink, target=target, previous=previous)
+        try:
+            _read_one(ctx, sink, target=target, previous=previous)
+        except CollectorFailure as exc:
+            if not (previous and "HTTP 400" in exc.detail):
+                raise
+            sink.note(f"no previous log kept for {target.pod}/{target.container}")
 
 
 def _read_one(ctx: KubeContext, sink: Sink, *, target: LogTarget, previous: bool) -> None:
@@ -82,11 +85,12 @@ def _read_one(ctx: KubeContext, sink: Sink, *, target: LogTarget, previous: bool
     if allowed <= 0:
         sink.truncate("total evidence bytes cap reached before this log")
         return
-    core = client.CoreV1Api(ctx.caller.api)
-    text = ctx.caller.call(core.read_namespaced_pod_log, target.pod, target.namespace, container=target.container,
-                           previous=previous, tail_lines=bounds.max_log_lines_per_container, limit_bytes=allowed,
-                           what=f"logs {target.namespace}/{target.pod} -c {target.container}"
-                                + (" --previous" if previous else ""))
+    text = ctx.caller.get("/api/v1/namespaces/{namespace}/pods/{name}/log", response_type="str",
+                          path_params={"namespace": target.namespace, "name": target.pod},
+                          query={"container": target.container, "previous": previous,
+                                 "tailLines": bounds.max_log_lines_per_container, "limitBytes": allowed},
+                          what=f"logs {target.namespace}/{target.pod} -c {target.container}"
+                               + (" --previous" if previous else ""))
     text = text if isinstance(text, str) else str(text)
     size = len(text.encode())
     sink.count(1)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubernetes import client
-
 from bot.collectors.kube_calls import observation, to_wire
 from bot.collectors.kube_context import KubeContext
 from bot.snapshot import Sink
@@ -15,8 +13,8 @@ PRESSURE = {"MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable
 
 def collect_node(ctx: KubeContext, sink: Sink, *, node: str) -> None:
     """Read one node by name (never list the cluster's nodes) and observe it."""
-    core = client.CoreV1Api(ctx.caller.api)
-    wire = to_wire(ctx.caller.api, ctx.caller.call(core.read_node, node, what=f"get node {node}"))
+    wire = to_wire(ctx.caller.api, ctx.caller.get("/api/v1/nodes/{name}", path_params={"name": node},
+                                                  response_type="V1Node", what=f"get node {node}"))
     sink.count(1)
     observe_node(wire, sink)
 
@@ -41,7 +39,7 @@ def observe_node(node: dict[str, Any], sink: Sink) -> None:
             observed_at=condition.get("lastTransitionTime"),
             fields={"type": kind, "status": value, "reason": condition.get("reason"),
                     "message": condition.get("message"), "abnormal": abnormal},
-            text=f"{name} {kind}={value} {condition.get('reason') or ''}".strip()))
+            text=f"{name} condition {kind} {value}" + (f" ({condition['reason']})" if condition.get("reason") else "")))
     for taint in spec.get("taints") or []:
         sink.observe(observation(
             kind="node_taint", subject=subject, command=f"kubectl get node {name} -o jsonpath='{{.spec.taints}}'",

@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kubernetes import client
-
 from bot.collectors.kube_calls import observation, to_wire
 from bot.collectors.kube_context import KubeContext
 from bot.collectors.kube_workloads import pod_selector
@@ -18,11 +16,11 @@ ENV_OF_INTEREST = re.compile(r"^(NCCL_|CUDA_|NVIDIA_|UCX_|OMPI_|TORCH_|AIPERF_|T
 
 def collect_pods(ctx: KubeContext, sink: Sink) -> None:
     """List the workload's pods and observe each one."""
-    core = client.CoreV1Api(ctx.caller.api)
     pods: list[Any] = []
     for selector in pod_selector(ctx):
-        pods, truncated = ctx.caller.list_all(core.list_namespaced_pod, ctx.namespace, label_selector=selector,
-                                              what=f"list pods -l {selector}")
+        pods, truncated = ctx.caller.list_all("/api/v1/namespaces/{namespace}/pods",
+                                              path_params={"namespace": ctx.namespace}, response_type="V1PodList",
+                                              query={"labelSelector": selector}, what=f"list pods -l {selector}")
         if truncated:
             sink.truncate(f"pod list capped at {ctx.caller.budget.bounds.max_items_per_list}")
         if pods:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from kubernetes import client
-
 from bot.collectors.kube_calls import ClusterUnreachable, GroupNotServed, ObjectNotFound, observation, to_wire
 from bot.collectors.kube_context import KubeContext
 from bot.findings import CollectorOutcome
@@ -39,14 +37,15 @@ LOOKUP_ORDER = (WorkloadKind.JOB, WorkloadKind.JOBSET, WorkloadKind.PYTORCHJOB, 
 
 def _read(ctx: KubeContext, kind: WorkloadKind) -> dict[str, Any]:
     name, namespace = ctx.target.name, ctx.namespace
+    where = {"namespace": namespace, "name": name}
     if kind is WorkloadKind.JOB:
-        job = ctx.caller.call(client.BatchV1Api(ctx.caller.api).read_namespaced_job, name, namespace,
-                              what=f"get job {namespace}/{name}")
+        job = ctx.caller.get("/apis/batch/v1/namespaces/{namespace}/jobs/{name}", path_params=where,
+                             response_type="V1Job", what=f"get job {namespace}/{name}")
         return to_wire(ctx.caller.api, job)
     custom = CUSTOM_KINDS[kind]
-    return ctx.caller.call(client.CustomObjectsApi(ctx.caller.api).get_namespaced_custom_object, custom.group,
-                           custom.version, namespace, custom.plural, name,
-                           what=f"get {custom.plural}.{custom.group} {namespace}/{name}")
+    return ctx.caller.get(f"/apis/{custom.group}/{custom.version}/namespaces/{{namespace}}/{custom.plural}/{{name}}",
+                          path_params=where, response_type="object",
+                          what=f"get {custom.plural}.{custom.group} {namespace}/{name}")
 
 
 def resolve_workload(ctx: KubeContext, sink: Sink) -> None:
@@ -94,7 +93,7 @@ def _observe_workload(ctx: KubeContext, sink: Sink) -> None:
     command = f"kubectl get {kind.value} -n {ctx.namespace} {ctx.target.name} -o yaml"
     fields = {
         "kind": kind.value, "namespace": ctx.namespace, "name": ctx.target.name,
-        "suspended": bool(spec.get("suspend")), "active": status.get("active"), "failed": status.get("failed"),
+        "suspended": is_suspended(workload), "active": status.get("active"), "failed": status.get("failed"),
         "succeeded": status.get("succeeded"), "parallelism": spec.get("parallelism"),
         "queue_name": labels.get(QUEUE_LABEL), "conditions": conditions,
     }
@@ -109,6 +108,12 @@ def _observe_workload(ctx: KubeContext, sink: Sink) -> None:
             kind="workload_condition", subject=ctx.subject, command=command, fields=item,
             observed_at=raw.get("lastTransitionTime"),
             text=f"{item['type']}={item['status']} {item.get('reason') or ''}: {item.get('message') or ''}".strip()))
+
+
+def is_suspended(workload: dict[str, Any]) -> bool:
+    """Jobs and JobSets say `spec.suspend`; Kubeflow jobs say `spec.runPolicy.suspend`."""
+    spec = workload.get("spec") or {}
+    return bool(spec.get("suspend") or (spec.get("runPolicy") or {}).get("suspend"))
 
 
 def pod_selector(ctx: KubeContext) -> list[str]:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubernetes import client
-
 from bot.collectors.kube_calls import GroupNotServed, observation
 from bot.collectors.kube_context import KubeContext
-from bot.collectors.kube_workloads import QUEUE_LABEL
+from bot.collectors.kube_workloads import QUEUE_LABEL, is_suspended
 from bot.findings import CollectorOutcome
 from bot.snapshot import Sink
 
@@ -21,19 +19,19 @@ def collect_kueue(ctx: KubeContext, sink: Sink) -> None:
     workload = ctx.workload or {}
     meta = workload.get("metadata") or {}
     queue = (meta.get("labels") or {}).get(QUEUE_LABEL)
-    suspended = bool((workload.get("spec") or {}).get("suspend"))
+    suspended = is_suspended(workload)
     if not queue and not suspended:
         sink.mark(CollectorOutcome.SKIPPED, "the workload has no Kueue queue label and is not suspended")
         return
-    api = client.CustomObjectsApi(ctx.caller.api)
     uid = meta.get("uid", "")
     command = f"kubectl get workloads.kueue.x-k8s.io -n {ctx.namespace} -l {JOB_UID_LABEL}={uid} -o yaml"
     try:
-        found, _ = ctx.caller.list_all(api.list_namespaced_custom_object, GROUP, VERSION, ctx.namespace, PLURAL,
-                                       label_selector=f"{JOB_UID_LABEL}={uid}", what="list kueue workloads")
+        path, where = f"/apis/{GROUP}/{VERSION}/namespaces/{{namespace}}/{PLURAL}", {"namespace": ctx.namespace}
+        found, _ = ctx.caller.list_all(path, path_params=where, response_type="object",
+                                       query={"labelSelector": f"{JOB_UID_LABEL}={uid}"}, what="list kueue workloads")
         if not found:
-            candidates, truncated = ctx.caller.list_all(api.list_namespaced_custom_object, GROUP, VERSION,
-                                                        ctx.namespace, PLURAL, what="list kueue workloads")
+            candidates, truncated = ctx.caller.list_all(path, path_params=where, response_type="object",
+                                                        what="list kueue workloads")
             if truncated:
                 sink.truncate("kueue workload list capped")
             found = [item for item in candidates if _owned_by(item, uid)]

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 from bot.lab import tables
@@ -295,7 +295,7 @@ class KubeApiServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> KubeApiServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *_exc: object) -> None:
@@ -531,13 +531,14 @@ def _make_handler(server: KubeApiServer) -> type[BaseHTTPRequestHandler]:
             parts = urlsplit(self.path)
             status, content_type, body = server.respond(
                 path=parts.path, query=parse_qs(parts.query), accept=self.headers.get("Accept", ""))
+            # Record before answering, so a client that has its answer always finds it in the log.
+            server._record(RequestRecord(method="GET", path=parts.path, query=parts.query, status=status,
+                                         bytes_sent=len(body)))
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
-            server._record(RequestRecord(method="GET", path=parts.path, query=parts.query, status=status,
-                                         bytes_sent=len(body)))
 
         def _refuse(self) -> None:
             body = json.dumps(status_object(code=405, reason="MethodNotAllowed",

@@ -10,6 +10,7 @@ from bot.lab import objects as o
 from bot.lab.kube_api import CRD_TYPES, ClusterState
 
 TRAIN_IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 HEALTHY_NCCL_ENV = {"NCCL_IB_HCA": "mlx5_0,mlx5_1,mlx5_2,mlx5_3", "NCCL_DEBUG": "INFO",
@@ -81,8 +82,8 @@ def _base(*, crd_groups: tuple[str, ...] = tuple(CRD_TYPES), gpu_taint: bool = F
                                                                                        "back-off 5m0s")},
                          last_states={"warmer": o.terminated(reason="Error", exit_code=1)},
                          restarts={"warmer": 42}))
-    b.events(warmer, [("Warning", "BackOff", "Back-off restarting failed container warmer in pod "
-                                              "cache-warmer-7d9f_web", 180)], host="cpu-node-02")
+    b.events(warmer, [("Warning", "BackOff", ("Back-off restarting failed container warmer in pod "
+                                              "cache-warmer-7d9f_web"), 180)], host="cpu-node-02")
     b.state.add_log(namespace="web", pod="cache-warmer-7d9f", container="warmer",
                     text="Error: connection to redis-primary:6379 refused\n", previous=True)
     # An unrelated node warning on a node the target does not use.
@@ -92,29 +93,76 @@ def _base(*, crd_groups: tuple[str, ...] = tuple(CRD_TYPES), gpu_taint: bool = F
     return b
 
 
+def _owner_object(b: _Builder, *, kind: str, namespace: str, name: str, template: dict[str, Any], replicas: int,
+                  labels: dict[str, str] | None, suspend: bool,
+                  conditions: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """The workload object itself: a batch Job, a Kubeflow PyTorchJob or a JobSet."""
+    if kind == "job":
+        return b.add(o.job(namespace=namespace, name=name, template=template, parallelism=replicas,
+                           active=0 if suspend else replicas, suspend=suspend, labels=labels, conditions=conditions))
+    if kind == "pytorchjob":
+        specs = {"Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template}}
+        if replicas > 1:
+            specs["Worker"] = {"replicas": replicas - 1, "restartPolicy": "OnFailure", "template": template}
+        return b.add({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+                      "metadata": o.meta(name=name, namespace=namespace, labels=labels, kind="PyTorchJob"),
+                      "spec": {"pytorchReplicaSpecs": specs, "runPolicy": {"suspend": suspend}},
+                      "status": {"conditions": list(conditions or []), "replicaStatuses": {
+                          "Master": {"active": 1}, "Worker": {"active": replicas - 1}}}})
+    return b.add({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                  "metadata": o.meta(name=name, namespace=namespace, labels=labels, kind="JobSet"),
+                  "spec": {"suspend": suspend, "replicatedJobs": [
+                      {"name": "trainer", "replicas": replicas, "template": {"spec": {"template": template}}}]},
+                  "status": {"conditions": list(conditions or []), "replicatedJobsStatus": [
+                      {"name": "trainer", "active": replicas, "ready": 0, "failed": 0, "succeeded": 0,
+                       "suspended": 0}]}})
+
+
+def _member(b: _Builder, *, kind: str, owner: dict[str, Any], index: int, template: dict[str, Any],
+            replicas: int) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """Pod name, labels and owner reference for member `index`, as each controller names them."""
+    name, namespace = owner["metadata"]["name"], owner["metadata"]["namespace"]
+    if kind == "job":
+        return (f"{name}-{index}-x{index}k2p",
+                {"batch.kubernetes.io/job-name": name, "job-name": name,
+                 "batch.kubernetes.io/controller-uid": owner["metadata"]["uid"],
+                 "batch.kubernetes.io/job-completion-index": str(index)}, o.owner_ref(owner))
+    if kind == "pytorchjob":
+        role, role_index = ("master", 0) if index == 0 else ("worker", index - 1)
+        return (f"{name}-{role}-{role_index}",
+                {"training.kubeflow.org/job-name": name, "training.kubeflow.org/replica-type": role,
+                 "training.kubeflow.org/replica-index": str(role_index),
+                 "training.kubeflow.org/job-role": "master" if role == "master" else ""}, o.owner_ref(owner))
+    child = b.add(o.job(namespace=namespace, name=f"{name}-trainer-{index}", template=template, parallelism=1,
+                        active=1, labels={"jobset.sigs.k8s.io/jobset-name": name}))
+    child["metadata"]["ownerReferences"] = [{**o.owner_ref(owner), "controller": True}]
+    return (f"{name}-trainer-{index}-0-x{index}k2p",
+            {"jobset.sigs.k8s.io/jobset-name": name, "jobset.sigs.k8s.io/replicatedjob-name": "trainer",
+             "jobset.sigs.k8s.io/job-index": str(index), "batch.kubernetes.io/job-name": child["metadata"]["name"]},
+            o.owner_ref(child))
+
+
 def _training_job(b: _Builder, *, name: str, nodes: list[str | None], states: dict[int, dict[str, Any]] | None = None,
                   last_states: dict[int, dict[str, Any]] | None = None, restarts: dict[int, int] | None = None,
                   scheduled: tuple[bool, str, str] = (True, "", ""), phase: str = "Running",
                   env: dict[str, str] | None = None, labels: dict[str, str] | None = None, suspend: bool = False,
                   conditions: list[dict[str, Any]] | None = None, memory: str = "512Gi",
-                  namespace: str = "ml") -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                  namespace: str = "ml", kind: str = "job") -> tuple[dict[str, Any], list[dict[str, Any]]]:
     spec = o.container(name="trainer", image=TRAIN_IMAGE, gpus=8, memory=memory, cpu="96",
                        env={**HEALTHY_NCCL_ENV, **(env or {})})
     template = {"metadata": {"labels": {"app": name}}, "spec": {"containers": [spec], "restartPolicy": "OnFailure",
                                                                "tolerations": [GPU_TOLERATION]}}
-    job = b.add(o.job(namespace=namespace, name=name, template=template, parallelism=len(nodes),
-                      active=0 if suspend else len(nodes), suspend=suspend, labels=labels,
-                      conditions=conditions))
+    job = _owner_object(b, kind=kind, namespace=namespace, name=name, template=template, replicas=len(nodes),
+                        labels=labels, suspend=suspend, conditions=conditions)
     pods = []
     if suspend:
         return job, pods
     for index, node_name in enumerate(nodes):
+        pod_name, pod_labels, owner = _member(b, kind=kind, owner=job, index=index, template=template,
+                                              replicas=len(nodes))
         pods.append(b.add(o.pod(
-            namespace=namespace, name=f"{name}-{index}-x{index}k2p", node_name=node_name, containers=[spec],
-            labels={"batch.kubernetes.io/job-name": name, "job-name": name,
-                    "batch.kubernetes.io/controller-uid": job["metadata"]["uid"],
-                    "batch.kubernetes.io/job-completion-index": str(index)},
-            owner=o.owner_ref(job), phase=phase if node_name else "Pending",
+            namespace=namespace, name=pod_name, node_name=node_name, containers=[spec], labels=pod_labels,
+            owner=owner, phase=phase if node_name else "Pending",
             states={"trainer": (states or {}).get(index, o.running())},
             last_states={"trainer": (last_states or {}).get(index, {})},
             restarts={"trainer": (restarts or {}).get(index, 0)},
@@ -175,8 +223,8 @@ def crashloop() -> Scenario:
                             states={0: o.waiting("CrashLoopBackOff", 'back-off 5m0s restarting failed container='
                                                  'trainer pod=train-llm-0-x0k2p_ml')},
                             last_states={0: o.terminated(reason="Error", exit_code=1)}, restarts={0: 7})
-    b.events(pods[0], [("Warning", "BackOff", "Back-off restarting failed container trainer in pod "
-                                              "train-llm-0-x0k2p_ml", 31),
+    b.events(pods[0], [("Warning", "BackOff", ("Back-off restarting failed container trainer in pod "
+                                              "train-llm-0-x0k2p_ml"), 31),
                        ("Normal", "Pulled", f'Container image "{TRAIN_IMAGE}" already present on machine', 8)],
              host=_gpu_node_name(3))
     traceback = "".join(f"step {i} loading shard {i}\n" for i in range(300)) + (
@@ -196,8 +244,8 @@ def oom() -> Scenario:
     _, pods = _training_job(b, name="train-llm", nodes=[_gpu_node_name(3)], memory="64Gi",
                             states={0: o.waiting("CrashLoopBackOff", "back-off 2m40s")},
                             last_states={0: o.terminated(reason="OOMKilled", exit_code=137)}, restarts={0: 4})
-    b.events(pods[0], [("Warning", "BackOff", "Back-off restarting failed container trainer in pod "
-                                              "train-llm-0-x0k2p_ml", 12)], host=_gpu_node_name(3))
+    b.events(pods[0], [("Warning", "BackOff", ("Back-off restarting failed container trainer in pod "
+                                              "train-llm-0-x0k2p_ml"), 12)], host=_gpu_node_name(3))
     b.state.add_log(namespace="ml", pod=pods[0]["metadata"]["name"], container="trainer", previous=True,
                     text="loading dataset into memory\nallocating pinned buffers 48.0 GiB\n")
     _healthy_sibling(b)
@@ -240,10 +288,10 @@ def trt_engine() -> Scenario:
 
 
 def nccl_ib() -> Scenario:
-    """Multi-node training dies on NCCL NET/IB errors between gpu-node-03 and gpu-node-07 (HCA mlx5_2)."""
+    """A multi-node PyTorchJob dies on NCCL NET/IB errors between gpu-node-03 and gpu-node-07 (HCA mlx5_2)."""
     b = _base()
     nodes = [_gpu_node_name(3), _gpu_node_name(7)]
-    _, pods = _training_job(b, name="train-llm", nodes=nodes,
+    _, pods = _training_job(b, name="train-llm", nodes=nodes, kind="pytorchjob",
                             states={0: o.waiting("CrashLoopBackOff", "back-off 1m20s"),
                                     1: o.waiting("CrashLoopBackOff", "back-off 1m20s")},
                             last_states={0: o.terminated(reason="Error", exit_code=1),
@@ -266,25 +314,25 @@ def nccl_ib() -> Scenario:
         b.state.add_log(namespace="ml", pod=pod["metadata"]["name"], container="trainer", text=log, previous=True)
         b.state.add_log(namespace="ml", pod=pod["metadata"]["name"], container="trainer",
                         text=f"{host}:50001:50001 [0] NCCL INFO Bootstrap : Using eth0:{ips[host]}<0>\n")
-        b.events(pod, [("Warning", "BackOff", f"Back-off restarting failed container trainer in pod "
-                                              f"{pod['metadata']['name']}_ml", 9)], host=host)
+        b.events(pod, [("Warning", "BackOff", (f"Back-off restarting failed container trainer in pod "
+                                              f"{pod['metadata']['name']}_ml"), 9)], host=host)
     _healthy_sibling(b)
     return Scenario(name="nccl-ib", description=nccl_ib.__doc__ or "", target="ml/train-llm",
                     healthy_target="ml/train-llm-ok", expected_layer="fabric", state=b.state)
 
 
 def gpu_xid() -> Scenario:
-    """The job's pod dies with a CUDA error on gpu-node-05, which reports GPU Xid 79 (fallen off the bus)."""
+    """A JobSet's pod dies with a CUDA error on gpu-node-05, which reports GPU Xid 79 (fallen off the bus)."""
     node_name = _gpu_node_name(5)
     b = _base(xid_node=node_name)
-    _, pods = _training_job(b, name="train-llm", nodes=[node_name, _gpu_node_name(6)],
+    _, pods = _training_job(b, name="train-llm", nodes=[node_name, _gpu_node_name(6)], kind="jobset",
                             states={0: o.waiting("CrashLoopBackOff", "back-off 40s")},
                             last_states={0: o.terminated(reason="Error", exit_code=1)}, restarts={0: 2})
     b.events(b.nodes[node_name], [
-        ("Warning", "XidError", "NVRM: Xid (PCI:0000:9b:00): 79, pid=48213, name=python, GPU has fallen off the "
-                                "bus.", 3),
-        ("Warning", "GPUUnhealthy", "nvidia.com/gpu GPU-5c1e0e5a-7b9c-4f5e-9d7e-1a2b3c4d5e6f marked unhealthy "
-                                    "by device plugin", 1)], host=node_name, component="gpu-health-monitor",
+        ("Warning", "XidError", ("NVRM: Xid (PCI:0000:9b:00): 79, pid=48213, name=python, GPU has fallen off the "
+                                "bus."), 3),
+        ("Warning", "GPUUnhealthy", ("nvidia.com/gpu GPU-5c1e0e5a-7b9c-4f5e-9d7e-1a2b3c4d5e6f marked unhealthy "
+                                    "by device plugin"), 1)], host=node_name, component="gpu-health-monitor",
         namespace="default")
     b.state.add_log(namespace="ml", pod=pods[0]["metadata"]["name"], container="trainer", previous=True,
                     text="step 812 loss 2.01\nRuntimeError: CUDA error: unspecified launch failure\n"
@@ -295,6 +343,7 @@ def gpu_xid() -> Scenario:
 
 
 def _kueue_objects(b: _Builder, *, job: dict[str, Any], admitted: bool, message: str) -> None:
+    namespace, queue = job["metadata"]["namespace"], job["metadata"]["labels"].get(QUEUE_LABEL, "team-ml")
     b.add({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue",
            "metadata": o.meta(name="gpu-cluster-queue", kind="ClusterQueue"),
            "spec": {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
@@ -302,13 +351,14 @@ def _kueue_objects(b: _Builder, *, job: dict[str, Any], admitted: bool, message:
            "status": {"admittedWorkloads": 2, "pendingWorkloads": 1, "flavorsUsage": [
                {"name": "h100-80gb", "resources": [{"name": "nvidia.com/gpu", "total": 32}]}]}})
     b.add({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
-           "metadata": o.meta(name="team-ml", namespace="ml", kind="LocalQueue"),
+           "metadata": o.meta(name=queue, namespace=namespace, kind="LocalQueue"),
            "spec": {"clusterQueue": "gpu-cluster-queue"}, "status": {"pendingWorkloads": 1}})
     name = job["metadata"]["name"]
     b.add({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload",
-           "metadata": o.meta(name=f"job-{name}-7c1d2", namespace="ml", owner=o.owner_ref(job), kind="Workload",
+           "metadata": o.meta(name=f"{job['kind'].lower()}-{name}-7c1d2", namespace=namespace,
+                              owner=o.owner_ref(job), kind="Workload",
                               labels={"kueue.x-k8s.io/job-uid": job["metadata"]["uid"]}),
-           "spec": {"queueName": "team-ml", "podSets": [{"name": "main", "count": 2}]},
+           "spec": {"queueName": queue, "podSets": [{"name": "main", "count": 2}]},
            "status": {"conditions": [
                o.condition(kind="QuotaReserved", status=admitted, reason="Pending" if not admitted else "QuotaReserved",
                            message=message, ago=1800),
@@ -348,10 +398,13 @@ def kueue_not_installed() -> Scenario:
 
 def _aiperf(b: _Builder, *, name: str, phase: str, sub_phase: str = "", error: str = "",
             metrics: dict[str, Any] | None = None, worker_state: dict[str, Any] | None = None,
-            restarts: int = 0, worker_log: str = "", scheduled: tuple[bool, str, str] = (True, "", "")) -> None:
+            restarts: int = 0, worker_log: str = "", previous_log: str = "", scheduled: tuple[bool, str, str] = (True, "", ""),
+            last_state: dict[str, Any] | None = None, queue: str = "",
+            with_pods: bool = True) -> dict[str, Any]:
     obj = b.add({
         "apiVersion": "aiperf.nvidia.com/v1alpha1", "kind": "AIPerfJob",
-        "metadata": o.meta(name=name, namespace="perf", kind="AIPerfJob"),
+        "metadata": o.meta(name=name, namespace="perf", kind="AIPerfJob",
+                           labels={QUEUE_LABEL: queue} if queue else None),
         "spec": {"image": "nvcr.io/nvidia/aiperf:0.3.0", "benchmark": {
             "endpoint": {"url": "http://llm-svc.serving.svc:8000", "model": "llama-3-70b"}, "concurrency": 256},
             "timeoutSeconds": 3600, "resourceMode": "burstable"},
@@ -361,18 +414,23 @@ def _aiperf(b: _Builder, *, name: str, phase: str, sub_phase: str = "", error: s
                                               reason=phase, message=error or phase)]},
     })
     labels = {"aiperf.nvidia.com/job-id": name, "app.kubernetes.io/managed-by": "aiperf-operator"}
-    for index, role in enumerate(("control-plane", "worker")):
+    for index, role in enumerate(("control-plane", "worker") if with_pods else ()):
         spec = o.container(name=role, image="nvcr.io/nvidia/aiperf:0.3.0", memory="2Gi", cpu="150m", limits=False,
                            env={"AIPERF_K8S_WORKER_POD_MEMORY": "2Gi"})
         pod = b.add(o.pod(namespace="perf", name=f"{name}-{role}-0", node_name=None if not scheduled[0]
                           else f"cpu-node-{index + 1:02d}", containers=[spec], labels=labels,
                           owner=o.owner_ref(obj), phase="Pending" if not scheduled[0] else "Running",
                           scheduled=scheduled, states={role: worker_state or o.running()} if role == "worker" else None,
-                          restarts={role: restarts} if role == "worker" else None))
+                          restarts={role: restarts} if role == "worker" else None,
+                          last_states={role: last_state} if role == "worker" and last_state else None))
         if worker_log and role == "worker":
             b.state.add_log(namespace="perf", pod=pod["metadata"]["name"], container=role, text=worker_log)
+        if previous_log and role == "worker":
+            b.state.add_log(namespace="perf", pod=pod["metadata"]["name"], container=role, text=previous_log,
+                            previous=True)
         if not scheduled[0]:
             _scheduling_events(b, [pod], scheduled[2])
+    return obj
 
 
 def aiperf_endpoint() -> Scenario:
@@ -414,6 +472,34 @@ def aiperf_pending() -> Scenario:
                     healthy_target="aiperfjob/perf/bench-llm-ok", expected_layer="scheduler", state=b.state)
 
 
+def aiperf_queued() -> Scenario:
+    """An AIPerf benchmark stays Queued: Kueue has not admitted it (GPU quota of the cluster queue used up)."""
+    b = _base()
+    job = _aiperf(b, name="bench-llm", phase="Queued", queue="perf-queue", with_pods=False)
+    _kueue_objects(b, job=job, admitted=False,
+                   message="couldn't assign flavors to pod set workers: insufficient unused quota for cpu in "
+                           "flavor default, 12 more needed")
+    _aiperf(b, name="bench-llm-ok", phase="Completed", sub_phase="Done")
+    return Scenario(name="aiperf-queued", description=aiperf_queued.__doc__ or "", target="aiperfjob/perf/bench-llm",
+                    healthy_target="aiperfjob/perf/bench-llm-ok", expected_layer="scheduler", state=b.state)
+
+
+def aiperf_crashloop() -> Scenario:
+    """An AIPerf worker restarts over and over while the job says Running (restarts > 3): read its logs."""
+    b = _base()
+    _aiperf(b, name="bench-llm", phase="Running", sub_phase="Warmup", restarts=9,
+            worker_state=o.waiting("CrashLoopBackOff", "back-off 5m0s"),
+            last_state=o.terminated(reason="Error", exit_code=1),
+            worker_log="starting worker\n",
+            previous_log="Traceback (most recent call last):\n  File \"/app/aiperf/worker.py\", line 88, in run\n"
+                       "KeyError: 'AIPERF_SERVICE_ID'\n")
+    _aiperf(b, name="bench-llm-ok", phase="Running", sub_phase="Profiling",
+            metrics={"request_error_rate": {"avg": 0.1}, "requests_completed": {"value": 18234}})
+    return Scenario(name="aiperf-crashloop", description=aiperf_crashloop.__doc__ or "",
+                    target="aiperfjob/perf/bench-llm", healthy_target="aiperfjob/perf/bench-llm-ok",
+                    expected_layer="runtime", state=b.state)
+
+
 def healthy() -> Scenario:
     """The busy cluster with nothing wrong with the target (the unrelated crash loop is still there)."""
     b = _base()
@@ -435,6 +521,8 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
     "aiperf-endpoint": aiperf_endpoint,
     "aiperf-error-rate": aiperf_error_rate,
     "aiperf-pending": aiperf_pending,
+    "aiperf-queued": aiperf_queued,
+    "aiperf-crashloop": aiperf_crashloop,
     "healthy": healthy,
 }
 

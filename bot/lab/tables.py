@@ -16,7 +16,7 @@ def human_age(timestamp: str | None, *, now: datetime | None = None) -> str:
     """kubectl's short duration: 45s, 5m, 3h, 2d."""
     if not timestamp:
         return "<unknown>"
-    then = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    then = datetime.fromisoformat(timestamp)
     seconds = int(((now or datetime.now(UTC)) - then).total_seconds())
     if seconds < 0:
         return "0s"

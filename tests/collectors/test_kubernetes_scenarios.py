@@ -56,6 +56,10 @@ EXPECTED: dict[str, list[Check]] = {
     "aiperf-error-rate": [_kind("aiperf_status", phase="Running", request_error_rate=12.5)],
     "aiperf-pending": [_kind("aiperf_status", phase="Pending"),
                        _kind("pod_condition", reason="Unschedulable", message=_contains("untolerated taint"))],
+    "aiperf-queued": [_kind("aiperf_status", phase="Queued"),
+                      _kind("kueue_workload", admitted=False, message=_contains("insufficient unused quota"))],
+    "aiperf-crashloop": [_kind("container_state", reason="CrashLoopBackOff", restart_count=9),
+                         _kind("log_line", line=_contains("KeyError"))],
     "healthy": [_kind("container_state", state="running", restart_count=0)],
 }
 
@@ -102,3 +106,27 @@ def test_events_are_read_newest_first_with_server_side_field_selectors(tmp_path:
         event_queries = [record.query for record in lab.server.requests if record.path.endswith("/events")]
     assert event_queries and all("fieldSelector=involvedObject" in query for query in event_queries)
     assert all("limit=" in query for query in event_queries)
+
+
+@pytest.mark.parametrize("name", sorted(scenarios.SCENARIOS))
+def test_with_the_classifier_each_scenario_lands_on_its_layer(name: str, tmp_path: Path) -> None:
+    pytest.importorskip("bot.classify", reason="the classifier package is merged from its own branch")
+    with running_lab(tmp_path=tmp_path, scenario=name) as lab:
+        assert lab.scenario is not None
+        report = diagnose(target=lab.scenario.target, settings=lab.settings())
+    layer = report.verdict.layer.value if report.verdict.layer else None
+    assert layer == lab.scenario.expected_layer, report.verdict.summary
+
+
+@pytest.mark.parametrize(("scenario", "kind", "pods"), [
+    ("nccl-ib", "pytorchjob", {"train-llm-master-0", "train-llm-worker-0"}),
+    ("gpu-xid", "jobset", {"train-llm-trainer-0-0-x0k2p", "train-llm-trainer-1-0-x1k2p"}),
+])
+def test_pytorchjob_and_jobset_members_are_found_by_their_controllers_labels(
+        scenario: str, kind: str, pods: set[str], tmp_path: Path) -> None:
+    with running_lab(tmp_path=tmp_path, scenario=scenario) as lab:
+        report = diagnose(target="ml/train-llm", settings=lab.settings())
+        tried = [r.path.rsplit("/", 2)[-2] for r in lab.server.requests if r.path.endswith("/train-llm")]
+    assert report.target_kind == kind
+    assert tried[: tried.index(kind + "s") + 1] == ["jobs", "jobsets", "pytorchjobs"][: tried.index(kind + "s") + 1]
+    assert {item.subject.rsplit("/", 1)[-1] for item in report.observations if item.kind == "pod_phase"} == pods

@@ -33,7 +33,7 @@ def test_get_pods_all_namespaces_wide(tmp_path: Path) -> None:
     with running_lab(tmp_path=tmp_path, scenario="nccl-ib") as lab:
         output = _kubectl(lab, tmp_path, "get", "pods", "-A", "-o", "wide")
     assert _header(output)[:7] == ["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP"]
-    row = next(line.split() for line in output.splitlines() if "train-llm-0-x0k2p" in line)
+    row = next(line.split() for line in output.splitlines() if "train-llm-master-0" in line)
     assert row[0] == "ml" and row[3] == "CrashLoopBackOff" and "gpu-node-03" in row
 
 
@@ -61,7 +61,7 @@ def test_describe_pod_shows_state_and_events(tmp_path: Path) -> None:
 
 def test_logs_of_the_previous_container(tmp_path: Path) -> None:
     with running_lab(tmp_path=tmp_path, scenario="nccl-ib") as lab:
-        output = _kubectl(lab, tmp_path, "logs", "-n", "ml", "train-llm-1-x1k2p", "--previous", "--tail=3")
+        output = _kubectl(lab, tmp_path, "logs", "-n", "ml", "train-llm-worker-0", "--previous", "--tail=3")
     assert "NCCL WARN NET/IB" in output and "gpu-node-07" in output
     assert len(output.splitlines()) == 3
 

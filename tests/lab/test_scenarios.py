@@ -13,7 +13,8 @@ def test_each_scenario_has_its_target_its_healthy_sibling_and_the_unrelated_cras
     built = scenarios.build(name)
     for raw in (built.target, built.healthy_target):
         target = parse_target(raw)
-        kinds = [("batch", "jobs"), ("aiperf.nvidia.com", "aiperfjobs")]
+        kinds = [("batch", "jobs"), ("jobset.x-k8s.io", "jobsets"), ("kubeflow.org", "pytorchjobs"),
+                 ("aiperf.nvidia.com", "aiperfjobs")]
         assert any(built.state.get(group=group, plural=plural, namespace=target.namespace or "", name=target.name)
                    for group, plural in kinds), raw
     assert built.state.get(group="", plural="pods", namespace="web", name="cache-warmer-7d9f") is not None
