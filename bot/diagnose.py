@@ -51,7 +51,12 @@ def diagnose(*, target: Target | str, settings: Settings, api_client: Any = None
     if parsed.platform is Platform.SLURM:
         from bot.diagnose_slurm import diagnose_slurm  # Slurm-only path: keeps Kubernetes startup light
 
-        return diagnose_slurm(target=parsed, settings=settings)
+        report = diagnose_slurm(target=parsed, settings=settings)
+        unknown = next((item for item in report.observations
+                        if item.kind == "slurm_job" and item.fields.get("found") is False), None)
+        if unknown is not None:
+            raise TargetNotFound(unknown.text)
+        return report
     kube_calls.preload_models()  # once per process; not charged to the snapshot's deadline
     budget = snapshot.Budget(bounds=settings.bounds)
     try:

@@ -16,7 +16,7 @@ from rich.table import Table
 from bot import compare as compare_mod
 from bot.config import load_settings
 from bot.report import SnapshotReport
-from bot.targets import InvalidTarget, parse_target
+from bot.targets import InvalidTarget, Platform, parse_target
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_UNREACHABLE = 0, 2, 3, 4
 
@@ -44,8 +44,11 @@ def _snapshot(*, raw: str, settings: Any) -> SnapshotReport:
     try:
         return diagnose_mod.diagnose(target=target, settings=settings)
     except diagnose_mod.TargetNotFound as exc:
-        raise _fail(f"{exc}. Check the namespace and name with `kubectl get jobs,jobsets,pytorchjobs,aiperfjobs "
-                    f"-n {target.namespace}`.", code=EXIT_NOT_FOUND) from None
+        hint = (f"Check the job id with `squeue -j {target.name}` or `sacct -j {target.name}`."
+                if target.platform is Platform.SLURM else
+                f"Check the namespace and name with `kubectl get jobs,jobsets,pytorchjobs,aiperfjobs "
+                f"-n {target.namespace}`.")
+        raise _fail(f"{exc}. {hint}", code=EXIT_NOT_FOUND) from None
     except diagnose_mod.ClusterUnreachable as exc:
         raise _fail(f"cluster unreachable: {exc}. Check --kubeconfig/--context and that the API server answers.",
                     code=EXIT_UNREACHABLE) from None
