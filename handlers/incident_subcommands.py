@@ -12,7 +12,15 @@ from bot import incidents as lifecycle
 from bot.incidents import IncidentError, IncidentView
 from bot.targets import ACCEPTED_FORMS, InvalidTarget, parse_target
 from handlers import blocks
-from handlers.commands import INCIDENT_KEY, USER_MENTION, CommandContext, Subcommand, UsageError
+from handlers.commands import (
+    INCIDENT_KEY,
+    USER_MENTION,
+    CommandContext,
+    Subcommand,
+    UsageError,
+    defang,
+    safe_echo,
+)
 from handlers.services import Services
 
 log = logging.getLogger(__name__)
@@ -148,7 +156,7 @@ def _parse_assign(rest: str) -> tuple[str | None, str, str]:
     match = USER_MENTION.match(mention)
     if match is None:
         raise UsageError(
-            f"Couldn't tell who `{mention[:40]}` is: pick the person from Slack's @ autocomplete, "
+            f"Couldn't tell who `{safe_echo(mention)}` is: pick the person from Slack's @ autocomplete, "
             "e.g. `/triage assign @alex owner`."
         )
     return key, match.group(1), role
@@ -188,7 +196,8 @@ def _check_note(rest: str) -> None:
 def _run_note(ctx: CommandContext) -> None:
     incident, text = ctx.incident_and_rest()
     item = ctx.services.incidents.add_note(incident_key=incident.key, text=text, actor=ctx.user_id)
-    ctx.post_in_thread(incident, text=f":memo: <@{ctx.user_id}> noted: {blocks.clip(item.text, limit=3500)}")
+    noted = defang(blocks.clip(item.text, limit=3500))  # a note never pings @channel for its author
+    ctx.post_in_thread(incident, text=f":memo: <@{ctx.user_id}> noted: {noted}")
 
 
 def _run_list(ctx: CommandContext) -> None:
