@@ -15,8 +15,9 @@ app = typer.Typer(
 def _register_all() -> None:
     """Each area module exposes `register(app)`; keeping them apart keeps modules small."""
     from handlers import cli_incidents  # noqa: PLC0415
+    from handlers import cli_triage  # noqa: PLC0415
 
-    for module in (cli_incidents,):
+    for module in (cli_incidents, cli_triage):
         module.register(app)
 
 

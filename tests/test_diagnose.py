@@ -1,0 +1,42 @@
+"""diagnose() wires collectors to the classifier; the demo's lab diagnoser runs the same engine."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.config import load_settings
+from bot.diagnose import classify, diagnose, lab_diagnoser, placement_from
+from bot.findings import Observation, utcnow
+from tests.support.kube_lab import running_lab
+
+
+def test_without_the_classifier_package_the_verdict_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "bot.classify", None)
+    diagnosis = classify([])
+    assert diagnosis.verdict.layer is None and "Classifier not available" in diagnosis.verdict.summary
+
+
+def test_the_report_keeps_observations_for_the_classifier_and_the_record(tmp_path: Path) -> None:
+    with running_lab(tmp_path=tmp_path, scenario="kueue-quota") as lab:
+        report = diagnose(target="job/ml/train-llm", settings=lab.settings())
+    data = report.to_dict(include_observations=True)
+    kinds = {item["kind"] for item in data["observations"]}
+    assert {"workload_status", "workload_condition", "kueue_workload", "event"} <= kinds
+    assert report.target == "job/ml/train-llm" and report.target_kind == "job"
+
+
+def test_the_lab_diagnoser_serves_its_scenario_on_first_use() -> None:
+    diagnoser = lab_diagnoser(scenario="gpu-xid")
+    report = diagnoser(target="ml/train-llm", settings=load_settings())
+    assert any(item.fields.get("reason") == "XidError" for item in report.observations)
+
+
+def test_placement_lists_each_node_once() -> None:
+    def phase(node: str) -> Observation:
+        return Observation(source="kubernetes", kind="pod_phase", subject="pod/ns/p", text="", command="",
+                           observed_at=utcnow(), fields={"node": node})
+
+    assert placement_from([phase("a"), phase("b"), phase("a")]) == {"nodes": "a, b"}
