@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 from datetime import timedelta
 
 from bot import findings
@@ -16,7 +17,8 @@ from bot.report import Diagnoser, SnapshotReport
 from bot.targets import Target
 
 MINIMAL_LABEL = "minimal demo cluster"
-DEFAULT_TARGET = "ml/train-llama"
+DEFAULT_TARGET = "ml/train-llm"
+LAB_SCENARIO = "oom"
 CHANNEL_ID = "C0DEMOINC"
 COMMANDER = "U0ALICE"
 OWNER = "U0BOB"
@@ -98,7 +100,7 @@ def minimal_diagnoser(*, target: Target, settings: Settings) -> SnapshotReport:
         observations=(observation,),
         placement={
             "node": "gpu-node-07",
-            "image": "registry.local/train-llama:2.4.1",
+            "image": "registry.local/train-llm:2.4.1",
             "gpu": "NVIDIA H100 80GB HBM3",
         },
         not_checked=(f"everything beyond one pod: this is the {MINIMAL_LABEL}",),
@@ -106,17 +108,34 @@ def minimal_diagnoser(*, target: Target, settings: Settings) -> SnapshotReport:
 
 
 def pick_diagnoser() -> DemoDiagnoser:
-    """The lab cluster's diagnoser when it exists, else the minimal one (labelled on every output)."""
+    """The lab cluster's diagnoser when it exists, else the minimal one (labelled on every output).
+
+    `bot.diagnose.lab_diagnoser` may be a diagnoser itself or a factory taking the lab scenario;
+    the demo plays the OOM scenario, whose story (a trainer over its memory limit) the steps tell.
+    """
     try:
         module = importlib.import_module("bot.diagnose")
         lab = module.lab_diagnoser
     except (ImportError, AttributeError):
         return DemoDiagnoser(diagnoser=minimal_diagnoser, label=MINIMAL_LABEL, target=DEFAULT_TARGET)
-    return DemoDiagnoser(
-        diagnoser=lab,
-        label=str(getattr(module, "LAB_LABEL", "lab cluster")),
-        target=str(getattr(module, "LAB_DEMO_TARGET", DEFAULT_TARGET)),
-    )
+    parameters = inspect.signature(lab).parameters
+    if "target" in parameters:
+        diagnoser = lab
+    elif "scenario" in parameters:
+        diagnoser = lab(scenario=LAB_SCENARIO)
+    else:
+        diagnoser = lab()
+    target = _scenario_target(LAB_SCENARIO) or str(getattr(module, "LAB_DEMO_TARGET", DEFAULT_TARGET))
+    return DemoDiagnoser(diagnoser=diagnoser, label=f"lab cluster, scenario {LAB_SCENARIO}", target=target)
+
+
+def _scenario_target(name: str) -> str | None:
+    """The failing workload of a lab scenario, when the lab offers scenarios."""
+    try:
+        scenarios = importlib.import_module("bot.lab.scenarios")
+        return str(scenarios.build(name).target)
+    except (ImportError, AttributeError, KeyError, ValueError):
+        return None
 
 
 def demo_steps(*, target: str) -> list[DemoStep]:

@@ -35,6 +35,7 @@ BASE_ROLES = ("commander", "owner", "scribe", "observer")
 MULTI_HOLDER_ROLES = frozenset({"owner", "observer"})
 MAX_NOTE_CHARS = 3000
 BOT_ACTOR = "triage-bot"
+OPEN_ATTEMPTS = 5
 SNAPSHOT_STARTED = "snapshot_started"
 SNAPSHOT_INTERRUPTED = "snapshot_interrupted"
 SNAPSHOT_KINDS = frozenset({SNAPSHOT_STARTED, "snapshot", "snapshot_failed", SNAPSHOT_INTERRUPTED})
@@ -153,13 +154,13 @@ class IncidentService:
 
     def open_for_target(self, *, target: Target, channel_id: str, opened_by: str) -> OpenResult:
         """Open an incident for the workload, or return the one already open (never two)."""
-        for attempt in range(2):
+        for attempt in range(OPEN_ATTEMPTS):
             try:
                 return self._open_once(target=target, channel_id=channel_id, opened_by=opened_by)
             except IntegrityError:
-                # Another replica (or a Slack retry) opened it between our read and our insert:
-                # the partial unique index refused ours; the next pass finds theirs.
-                if attempt:
+                # Another replica (or a Slack retry) opened this workload, or took the next number,
+                # between our read and our insert; the next pass finds theirs or takes the next one.
+                if attempt == OPEN_ATTEMPTS - 1:
                     raise
         raise AssertionError("unreachable")
 
@@ -169,7 +170,10 @@ class IncidentService:
             if existing is not None:
                 return OpenResult(incident=self._view(session, existing), created=False)
             now = self.clock()
+            number = incident_repo.next_number(session)
             incident = Incident(
+                number=number,
+                key=f"INC-{number:04d}",
                 title=f"{target.key} needs triage",
                 target=target.key,
                 target_platform=target.platform.value,
@@ -182,7 +186,6 @@ class IncidentService:
             )
             session.add(incident)
             session.flush()
-            incident.key = f"INC-{incident.id:04d}"
             self._entry(session, incident, actor=opened_by, kind="opened", text=f"Opened for `{target.key}`")
             self._grant(session, incident, role="commander", user_id=opened_by, actor=opened_by)
             session.flush()
@@ -211,6 +214,8 @@ class IncidentService:
                     f"{incident.key} is already resolved; open a new one with `/triage job {incident.target}`."
                 )
             previous = incident.status
+            if previous == wanted:
+                raise IncidentError(f"{incident.key} is already {wanted}.")
             now = self.clock()
             incident.status = wanted
             incident.updated_at = now
@@ -294,7 +299,7 @@ class IncidentService:
             layer = report.verdict.layer.value if report.verdict.layer else None
             session.add(
                 Snapshot(
-                    incident_id=incident.id,
+                    incident_id=_row_id(incident),
                     taken_at=report.taken_at,
                     target=report.target,
                     verdict_layer=layer,
@@ -355,7 +360,9 @@ class IncidentService:
         """Stored snapshot reports (the stable JSON), oldest first."""
         with session_scope(self.engine) as session:
             incident = self._get(session, incident_key)
-            return [dict(row.report) for row in incident_repo.snapshots(session, incident_id=incident.id)]
+            return [
+                dict(row.report) for row in incident_repo.snapshots(session, incident_id=_row_id(incident))
+            ]
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -374,7 +381,7 @@ class IncidentService:
                     "or name one: `/triage <subcommand> INC-0042 ...`."
                 )
             if len(rows) > 1:
-                keys = ", ".join(row.key or "" for row in rows[:10])
+                keys = ", ".join(row.key for row in rows[:10])
                 raise IncidentError(
                     f"This channel has {len(rows)} open incidents ({keys}). Name one, e.g. "
                     f"`/triage status {rows[0].key} mitigated`."
@@ -401,7 +408,9 @@ class IncidentService:
         """The timeline in the order it happened."""
         with session_scope(self.engine) as session:
             incident = self._get(session, incident_key)
-            return [_timeline_item(row) for row in incident_repo.timeline(session, incident_id=incident.id)]
+            return [
+                _timeline_item(row) for row in incident_repo.timeline(session, incident_id=_row_id(incident))
+            ]
 
     # --- exactly-once --------------------------------------------------------------------------
 
@@ -433,7 +442,7 @@ class IncidentService:
         """Command moves only by the current commander's hand (or an admin's, or when nobody holds it)."""
         commanders = [
             item.user_id
-            for item in incident_repo.active_roles(session, incident_id=incident.id)
+            for item in incident_repo.active_roles(session, incident_id=_row_id(incident))
             if item.role == "commander"
         ]
         if commanders and actor not in commanders and actor not in self.admin_user_ids:
@@ -458,13 +467,13 @@ class IncidentService:
         data: dict[str, Any] | None = None,
     ) -> TimelineEntry:
         entry = TimelineEntry(
-            incident_id=incident.id, at=self.clock(), actor=actor, kind=kind, text=text, data=data or {}
+            incident_id=_row_id(incident), at=self.clock(), actor=actor, kind=kind, text=text, data=data or {}
         )
         session.add(entry)
         return entry
 
     def _grant(self, session: Any, incident: Incident, *, role: str, user_id: str, actor: str) -> None:
-        current = incident_repo.active_roles(session, incident_id=incident.id)
+        current = incident_repo.active_roles(session, incident_id=_row_id(incident))
         if any(item.role == role and item.user_id == user_id for item in current):
             raise IncidentError(f"<@{user_id}> is already {role} of {incident.key}.")
         replaced = []
@@ -476,7 +485,7 @@ class IncidentService:
                     replaced.append(item.user_id)
         session.add(
             RoleAssignment(
-                incident_id=incident.id,
+                incident_id=_row_id(incident),
                 role=role,
                 user_id=user_id,
                 assigned_by=actor,
@@ -498,10 +507,10 @@ class IncidentService:
     def _view(session: Any, incident: Incident) -> IncidentView:
         roles = tuple(
             RoleView(role=item.role, user_id=item.user_id)
-            for item in incident_repo.active_roles(session, incident_id=incident.id)
+            for item in incident_repo.active_roles(session, incident_id=_row_id(incident))
         )
         return IncidentView(
-            key=incident.key or "",
+            key=incident.key,
             title=incident.title,
             target=incident.target,
             workload_key=incident.workload_key,
@@ -522,3 +531,10 @@ def _timeline_item(entry: TimelineEntry) -> TimelineItem:
     return TimelineItem(
         at=entry.at, actor=entry.actor, kind=entry.kind, text=entry.text, data=dict(entry.data or {})
     )
+
+
+def _row_id(row: Incident) -> int:
+    """The primary key of a row that was flushed (always true inside these methods)."""
+    if row.id is None:
+        raise RuntimeError("incident row was not flushed")
+    return row.id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -35,6 +36,19 @@ SEVERITY_EMOJI = {
 
 class BlockLimitError(ValueError):
     """The blocks break one of Slack's limits; Slack would reject the message with invalid_blocks."""
+
+
+_BROADCAST = re.compile(r"<!(channel|here|everyone)(?:\|[^>]*)?>|<!subteam\^[A-Z0-9]+(?:\|([^>]*))?>")
+
+
+def quiet(text: str) -> str:
+    """User text echoed by the bot must not ping: @channel/@here/@everyone and user groups become plain words."""
+
+    def plain(match: re.Match[str]) -> str:
+        name = match.group(1) or (match.group(2) or "group").lstrip("@")
+        return "@\u200b" + name  # a zero-width space keeps it from being read as a mention
+
+    return _BROADCAST.sub(plain, text)
 
 
 def clip(text: str, *, limit: int) -> str:
@@ -248,8 +262,11 @@ def validate_blocks(blocks: Sequence[Block]) -> list[Block]:
         elif kind not in {"divider", "image", "input", "rich_text", "file", "video"}:
             problems.append(f"block {index}: unknown block type {kind!r}")
         accessory = block.get("accessory")
-        is_button = isinstance(accessory, dict) and accessory.get("type") == "button"
-        if is_button and len(_text_of(accessory.get("text"))) > MAX_BUTTON_TEXT:
+        if (
+            isinstance(accessory, dict)
+            and accessory.get("type") == "button"
+            and len(_text_of(accessory.get("text"))) > MAX_BUTTON_TEXT
+        ):
             problems.append(f"block {index}: button text over {MAX_BUTTON_TEXT} chars")
     if problems:
         raise BlockLimitError("; ".join(problems))

@@ -93,6 +93,7 @@ def _production_diagnoser() -> Diagnoser | None:
 
 def _serve(*, port: int | None, host: str, migrate: bool) -> None:
     from slack_bolt.error import BoltError
+    from slack_sdk.errors import SlackApiError
 
     from bot.config import load_settings
     from bot.incidents import IncidentService
@@ -144,7 +145,15 @@ def _serve(*, port: int | None, host: str, migrate: bool) -> None:
 
         threading.Thread(target=server.run, name="triage-bot-http", daemon=True).start()
         typer.echo(f"Socket Mode; health and metrics on http://{host}:{server.effective_port}")
-        SocketModeHandler(app, settings.slack_app_token).start()
+        try:
+            SocketModeHandler(app, settings.slack_app_token).start()
+        except SlackApiError as error:
+            typer.echo(
+                f"Slack refused SLACK_APP_TOKEN for Socket Mode ({error.response.get('error')}). Generate an "
+                "app-level token with connections:write under Basic Information -> App-Level Tokens.",
+                err=True,
+            )
+            raise typer.Exit(code=2) from None
         return
     typer.echo(
         f"HTTP mode: Slack request URL path {http_server.EVENTS_PATH} on http://{host}:{server.effective_port}"

@@ -23,6 +23,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bot.incidents import IncidentError, IncidentView
+from bot.report import SnapshotReport
 from bot.targets import InvalidTarget
 from handlers import blocks
 from handlers.services import Services
@@ -39,6 +40,19 @@ USER_MENTION = re.compile(r"^<@([UW][A-Z0-9]{2,30})(?:\|[^>]*)?>$")
 
 class UsageError(ValueError):
     """The command is malformed; the message says what to type instead."""
+
+
+class SlackFailure(RuntimeError):
+    """Slack failed part-way through a command; the message says what was kept and what to do."""
+
+
+def slack_error_code(error: BaseException) -> str:
+    """Slack's error code (`not_in_channel`), or what went wrong on the way (`timeout`)."""
+    if isinstance(error, SlackApiError):
+        return str(error.response.get("error") or f"HTTP {error.response.status_code}")
+    if isinstance(error, TimeoutError):
+        return "timeout"
+    return type(error).__name__
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -88,15 +102,15 @@ class CommandContext:
             kwargs["blocks"] = blocks.validate_blocks(blocks_)
         return str(self.client.chat_postMessage(**kwargs)["ts"])
 
-    def refresh_root(self, incident: IncidentView) -> None:
-        """Re-render the root message after a state change."""
+    def refresh_root(self, incident: IncidentView, *, report: SnapshotReport | None = None) -> None:
+        """Re-render the root message after a state change (with the verdict, right after a snapshot)."""
         if not incident.thread_ts:
             return
         self.client.chat_update(
             channel=incident.channel_id,
             ts=incident.thread_ts,
             text=blocks.incident_root_text(incident=incident),
-            blocks=blocks.validate_blocks(blocks.incident_root(incident=incident)),
+            blocks=blocks.validate_blocks(blocks.incident_root(incident=incident, report=report)),
         )
 
 
@@ -172,7 +186,10 @@ def register(app: App, services: Services) -> None:
             services.metrics.count(subcommand=_name_of(body), outcome="rejected")
         else:
             services.work.begin()
-            ack(text=subcommand.working_text) if subcommand and subcommand.working_text else ack()
+            if subcommand is not None and subcommand.working_text:
+                ack(text=subcommand.working_text)
+            else:
+                ack()
         services.metrics.ack_latency.observe(time.monotonic() - received)
 
     def work_triage(body: dict[str, Any], client: WebClient, respond: Respond) -> None:
@@ -224,6 +241,9 @@ def _execute(
     except (UsageError, IncidentError, InvalidTarget) as error:
         outcome = "user_error"
         _tell(ctx, str(error))
+    except SlackFailure as error:
+        outcome = "slack_error"
+        _tell(ctx, str(error))
     except db.DatabaseUnavailable:
         outcome = "database_unavailable"
         log.warning("database unavailable during /triage %s", subcommand.name, exc_info=True)
@@ -261,9 +281,7 @@ NOT_IN_CHANNEL_ERRORS = frozenset({"not_in_channel", "channel_not_found", "is_ar
 
 def _slack_failure_text(ctx: CommandContext, *, code: str) -> str:
     """What to tell the caller when a Slack call failed: what is saved, and what to do next."""
-    saved = (
-        f"{', '.join(ctx.touched)} is saved" if ctx.touched else "What was saved stays saved"
-    )
+    saved = f"{', '.join(ctx.touched)} is saved" if ctx.touched else "What was saved stays saved"
     if code in NOT_IN_CHANNEL_ERRORS:
         return (
             f"I can't post in this channel ({code}). Invite me with `/invite @triage-bot` (or run the "

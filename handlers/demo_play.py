@@ -4,6 +4,7 @@ print every message the bot posted, readably."""
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import urllib.parse
 from pathlib import Path
@@ -35,14 +36,34 @@ SHOWN_METHODS = {
 }
 
 
+_MENTION = re.compile(r"<([@#])([A-Z0-9]+)(?:\|([^>]*))?>")
+
+
+# Slack names some emoji differently from rich (`:large_orange_circle:` is rich's `:orange_circle:`).
+_SLACK_ONLY_EMOJI = re.compile(r":large_(orange|yellow|blue|green|purple|brown)_circle:")
+
+
+def _mention_name(match: re.Match[str]) -> str:
+    return f"{match.group(1)}{match.group(3) or match.group(2)}"
+
+
+def _readable(raw: str, *, style: str = "") -> Text:
+    """Slack mrkdwn as a terminal shows it: mentions as @name, emoji codes as emoji."""
+    plain = _SLACK_ONLY_EMOJI.sub(r":\1_circle:", _MENTION.sub(_mention_name, raw))
+    text = Text.from_markup(escape(plain), emoji=True)
+    if style:
+        text.stylize(style)
+    return text
+
+
 def _block_text(block: dict[str, Any]) -> Text:
     kind = block.get("type")
     if kind == "header":
-        return Text(str(block.get("text", {}).get("text", "")), style="bold")
+        return _readable(str(block.get("text", {}).get("text", "")), style="bold")
     if kind == "section":
-        return Text(str(block.get("text", {}).get("text", "")))
+        return _readable(str(block.get("text", {}).get("text", "")))
     if kind == "context":
-        return Text(
+        return _readable(
             "  ·  ".join(str(item.get("text", "")) for item in block.get("elements", [])), style="dim"
         )
     if kind == "divider":
@@ -58,7 +79,7 @@ def render_call(call: RecordedCall) -> Panel:
     body = (
         Text("\n").join(_block_text(block) for block in blocks)
         if blocks
-        else Text(str(params.get("text", "")))
+        else _readable(str(params.get("text", "")))
     )
     where = f"#{params.get('channel', '?')}"
     if params.get("thread_ts"):
@@ -102,8 +123,8 @@ def play(*, out_dir: Path, console: Console) -> list[Path]:
             for number, step in enumerate(demo.demo_steps(target=choice.target), start=1):
                 seen = len(slack.calls)
                 console.print(
-                    f"\n[bold yellow]{number}. {step.caption}[/bold yellow]\n   <@{step.user_id}> types "
-                    f"[bold]/triage {escape(step.text)}[/bold]"
+                    f"\n[bold yellow]{number}. {step.caption}[/bold yellow]\n   @{step.user_id} types "
+                    f"[bold]/triage {escape(_MENTION.sub(_mention_name, step.text))}[/bold]"
                 )
                 ack = _send(
                     url=running.url,

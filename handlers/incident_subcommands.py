@@ -6,7 +6,7 @@ import logging
 from datetime import timedelta
 
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot import incidents as lifecycle
 from bot.incidents import IncidentError, IncidentView
@@ -14,12 +14,14 @@ from bot.targets import ACCEPTED_FORMS, InvalidTarget, parse_target
 from handlers import blocks
 from handlers.commands import (
     INCIDENT_KEY,
+    NOT_IN_CHANNEL_ERRORS,
     USER_MENTION,
     CommandContext,
+    SlackFailure,
     Subcommand,
     UsageError,
-    defang,
     safe_echo,
+    slack_error_code,
 )
 from handlers.services import Services
 
@@ -56,19 +58,27 @@ def _run_job(ctx: CommandContext) -> None:
             f"{incident.key} for `{incident.target}` is being opened right now; its message appears in a moment."
         )
         return
-    # New incident, or one whose root message never reached Slack: post the root now.
+    try:
+        _post_root_and_snapshot(ctx, incident)
+    except (SlackClientError, OSError) as error:
+        raise SlackFailure(_slack_trouble(ctx, incident_key=incident.key, error=error)) from error
+
+
+def _post_root_and_snapshot(ctx: CommandContext, incident: IncidentView) -> None:
+    """A new incident, or one whose root message never reached Slack: post the root, then snapshot."""
+    services = ctx.services
     try:
         root = ctx.client.chat_postMessage(
             channel=ctx.channel_id,
             text=blocks.incident_root_text(incident=incident),
             blocks=blocks.validate_blocks(blocks.incident_root(incident=incident)),
         )
-    except SlackApiError as error:
+    except (SlackClientError, OSError) as error:
         services.incidents.add_timeline_entry(
             incident_key=incident.key,
             actor=lifecycle.BOT_ACTOR,
             kind=ROOT_POST_FAILED,
-            text=f"Slack refused the root message: {error.response.get('error')}",
+            text=f"Slack did not take the root message: {slack_error_code(error)}",
         )
         raise
     incident = services.incidents.attach_root_message(
@@ -106,11 +116,27 @@ def _run_job(ctx: CommandContext) -> None:
         ),
     )
     incident = services.incidents.get(incident_key=incident.key)
-    ctx.client.chat_update(
-        channel=incident.channel_id,
-        ts=incident.thread_ts,
-        text=blocks.incident_root_text(incident=incident),
-        blocks=blocks.validate_blocks(blocks.incident_root(incident=incident, report=report)),
+    ctx.refresh_root(incident, report=report)
+
+
+def _slack_trouble(ctx: CommandContext, *, incident_key: str, error: Exception) -> str:
+    """What to tell the caller when Slack failed part-way through `/triage job`; the record is safe."""
+    code = slack_error_code(error)
+    incident = ctx.services.incidents.get(incident_key=incident_key)
+    rerun = f"`/triage job {incident.target}`"
+    if incident.thread_ts is None and code in NOT_IN_CHANNEL_ERRORS:
+        return (
+            f"{incident.key} is open for `{incident.target}`, but I can't post in this channel ({code}). "
+            f"Invite me with `/invite @triage-bot`, then run {rerun} again to post it."
+        )
+    if incident.thread_ts is None:
+        return (
+            f"{incident.key} is open for `{incident.target}`, but Slack did not take its message ({code}). "
+            f"Nothing is lost: run {rerun} again to post it."
+        )
+    return (
+        f"{incident.key} is open and its snapshot is stored, but Slack did not take a thread reply ({code}). "
+        f"`/triage list` shows it; run {rerun} again for a link to its thread."
     )
 
 
@@ -122,6 +148,8 @@ def _being_opened(services: Services, incident: IncidentView) -> bool:
 
 
 def _permalink(client: WebClient, incident: IncidentView) -> str | None:
+    if not incident.thread_ts:
+        return None
     try:
         return str(
             client.chat_getPermalink(channel=incident.channel_id, message_ts=incident.thread_ts)["permalink"]
@@ -196,8 +224,9 @@ def _check_note(rest: str) -> None:
 def _run_note(ctx: CommandContext) -> None:
     incident, text = ctx.incident_and_rest()
     item = ctx.services.incidents.add_note(incident_key=incident.key, text=text, actor=ctx.user_id)
-    noted = defang(blocks.clip(item.text, limit=3500))  # a note never pings @channel for its author
-    ctx.post_in_thread(incident, text=f":memo: <@{ctx.user_id}> noted: {noted}")
+    ctx.post_in_thread(
+        incident, text=f":memo: <@{ctx.user_id}> noted: {blocks.clip(blocks.quiet(item.text), limit=3500)}"
+    )
 
 
 def _run_list(ctx: CommandContext) -> None:

@@ -34,7 +34,7 @@ BOT_SCOPES: list[str] = [
 
 def make_web_client(*, settings: Settings) -> WebClient:
     """The Web API client: token on the client (Bolt ignores App(token=) when given a client),
-    `SLACK_API_URL` as base URL, and retries on 429 (Retry-After) and connection errors."""
+    `SLACK_API_URL` as base URL, and retries on 429 (Retry-After), 5xx and connection errors."""
     base_url = (
         settings.slack_api_url if settings.slack_api_url.endswith("/") else settings.slack_api_url + "/"
     )
@@ -43,9 +43,9 @@ def make_web_client(*, settings: Settings) -> WebClient:
         base_url=base_url,
         timeout=10,
         retry_handlers=[
-            RateLimitErrorRetryHandler(max_retry_count=2),
+            RateLimitErrorRetryHandler(max_retry_count=2),  # waits for Retry-After
             ServerErrorRetryHandler(max_retry_count=2),  # 500/503: Slack blinked; retry before giving up
-            ConnectionErrorRetryHandler(max_retry_count=1),
+            ConnectionErrorRetryHandler(max_retry_count=1),  # not on read timeouts: a post may have landed
         ],
     )
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, func
-from sqlmodel import Session, select
+from sqlalchemy import CursorResult, delete, func
+from sqlmodel import Session, col, select
 
 from storage.tables_incidents import Incident, ProcessedRequest, RoleAssignment, Snapshot, TimelineEntry
 
@@ -36,6 +37,11 @@ def all_open(session: Session) -> Sequence[Incident]:
     """Every open incident, oldest first."""
     statement = select(Incident).where(Incident.status != "resolved").order_by(Incident.id)  # type: ignore[arg-type]
     return session.exec(statement).all()
+
+
+def next_number(session: Session) -> int:
+    """The next human incident number (1 for the first)."""
+    return int(session.exec(select(func.max(Incident.number))).one() or 0) + 1
 
 
 def latest(session: Session) -> Incident | None:
@@ -81,5 +87,6 @@ def snapshots(session: Session, *, incident_id: int) -> Sequence[Snapshot]:
 
 def delete_processed_before(session: Session, *, cutoff: datetime) -> int:
     """Drop request fingerprints recorded before `cutoff`; returns how many."""
-    result = session.exec(delete(ProcessedRequest).where(ProcessedRequest.processed_at < cutoff))  # type: ignore[call-overload]
+    statement = delete(ProcessedRequest).where(col(ProcessedRequest.processed_at) < cutoff)
+    result: CursorResult[Any] = session.execute(statement)  # type: ignore[assignment]
     return int(result.rowcount or 0)

@@ -35,7 +35,10 @@ class Incident(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    key: str | None = Field(default=None, max_length=32, unique=True)
+    # Human numbering without gaps: max + 1 inside the opening transaction, unique so racing
+    # replicas cannot share one (the loser retries). `key` is its display form, INC-0042.
+    number: int = Field(unique=True)
+    key: str = Field(max_length=32, unique=True)
     title: str = Field(max_length=400)
     target: str = Field(max_length=400)
     target_platform: str = Field(max_length=32)

@@ -27,7 +27,18 @@ def test_numbers_are_slurm_jobs(raw: str) -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    ["", "a;b/c", "../etc/passwd", "ns/Name", "x/y/z/w", "deployment/ns/a", "slurm:12a", "0", "ns/a\nb", "ns/ａ"],
+    [
+        "",
+        "a;b/c",
+        "../etc/passwd",
+        "ns/Name",
+        "x/y/z/w",
+        "deployment/ns/a",
+        "slurm:12a",
+        "0",
+        "ns/a\nb",
+        "ns/ａ",
+    ],
 )
 def test_anything_else_is_refused_with_the_accepted_forms(raw: str) -> None:
     with pytest.raises(targets.InvalidTarget) as error:

@@ -36,6 +36,7 @@ class RecordedCall:
 class _Failure:
     error: str | None = None
     retry_after: int | None = None
+    status: int | None = None
     remaining: int = 1
 
 
@@ -64,7 +65,7 @@ class SlackApiStandIn:
     def base_url(self) -> str:
         """What to pass as `base_url` (trailing slash included, as slack_sdk expects)."""
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/api/"
+        return f"http://{host!s}:{port}/api/" if isinstance(host, str) else f"http://127.0.0.1:{port}/api/"
 
     def start(self) -> Self:
         """Serve in a daemon thread."""
@@ -101,6 +102,13 @@ class SlackApiStandIn:
         """The next `times` calls of `method` answer HTTP 429 with `Retry-After`."""
         with self._lock:
             self._failures.setdefault(method, []).append(_Failure(retry_after=retry_after, remaining=times))
+
+    def server_error_next(self, method: str, *, status: int = 503, times: int = 1) -> None:
+        """The next `times` calls of `method` answer HTTP `status` (Slack having a bad moment)."""
+        with self._lock:
+            self._failures.setdefault(method, []).append(
+                _Failure(status=status, error="service_unavailable", remaining=times)
+            )
 
     # --- reading what happened -----------------------------------------------------------------
 
@@ -157,6 +165,8 @@ class SlackApiStandIn:
         """Status, JSON body and extra headers for one Web API call."""
         self._record(RecordedCall(method=method, params=params, token=token, at=time.time()))
         failure = self._scripted_failure(method)
+        if failure is not None and failure.status is not None:
+            return failure.status, {"ok": False, "error": failure.error}, {}
         if failure is not None and failure.retry_after is not None:
             return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(failure.retry_after)}
         if failure is not None:

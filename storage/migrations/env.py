@@ -27,7 +27,7 @@ def run_migrations_offline() -> None:
 def run_migrations_online() -> None:
     """Migrate through a real connection; batch mode lets SQLite alter tables."""
     connectable = sqlalchemy.create_engine(
-        config.get_main_option("sqlalchemy.url"), poolclass=sqlalchemy.pool.NullPool
+        str(config.get_main_option("sqlalchemy.url")), poolclass=sqlalchemy.pool.NullPool
     )
     with connectable.connect() as connection:
         context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True)

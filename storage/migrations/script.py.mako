@@ -8,7 +8,7 @@ Create Date: ${create_date}
 from __future__ import annotations
 
 import sqlalchemy as sa
-import sqlmodel  # noqa: F401
+import sqlmodel.sql.sqltypes  # noqa: F401
 from alembic import op
 
 import storage.types  # noqa: F401  (UTCDateTime columns)

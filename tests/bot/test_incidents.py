@@ -94,6 +94,8 @@ def test_the_database_itself_refuses_a_second_open_incident_for_a_workload(servi
     with pytest.raises(IntegrityError), session_scope(service.engine) as session:
         session.add(
             Incident(
+                number=99,
+                key="INC-0099",
                 title="dup",
                 target="ml/train-1",
                 target_platform="kubernetes",
@@ -105,6 +107,34 @@ def test_the_database_itself_refuses_a_second_open_incident_for_a_workload(servi
             )
         )
     assert _count(service, Incident) == 1
+
+
+def test_keys_have_no_gaps_when_replicas_race_for_different_workloads(database_url: str) -> None:
+    db.upgrade(url=database_url)
+    engines = [db.make_engine(url=database_url) for _ in range(2)]
+    replicas = [IncidentService(engine=engine, diagnoser=None) for engine in engines]
+    start = threading.Barrier(4)
+    keys: list[str] = []
+    lock = threading.Lock()
+
+    def open_it(replica: IncidentService, name: str) -> None:
+        start.wait()
+        key = replica.open_for_target(
+            target=parse_target(f"ml/{name}"), channel_id="C1", opened_by="U1"
+        ).incident.key
+        with lock:
+            keys.append(key)
+
+    threads = [threading.Thread(target=open_it, args=(replicas[n % 2], f"job-{n}")) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        assert sorted(keys) == ["INC-0001", "INC-0002", "INC-0003", "INC-0004"]
+    finally:
+        for engine in engines:
+            engine.dispose()
 
 
 def test_concurrent_opens_from_two_replicas_create_one_incident(database_url: str) -> None:
@@ -160,6 +190,16 @@ def test_an_unknown_status_is_refused_with_the_valid_ones(service: IncidentServi
     key = service.open_for_target(target=parse_target("ml/t"), channel_id="C1", opened_by="U1").incident.key
     with pytest.raises(IncidentError, match="investigating, identified"):
         service.set_status(incident_key=key, status="fixed", actor="U1")
+
+
+def test_setting_the_status_it_already_has_is_refused_without_a_timeline_entry(
+    service: IncidentService,
+) -> None:
+    key = service.open_for_target(target=parse_target("ml/t"), channel_id="C1", opened_by="U1").incident.key
+    before = len(service.timeline(key))
+    with pytest.raises(IncidentError, match="already investigating"):
+        service.set_status(incident_key=key, status="investigating", actor="U1")
+    assert len(service.timeline(key)) == before
 
 
 def test_a_resolved_incident_refuses_further_status_changes(service: IncidentService) -> None:

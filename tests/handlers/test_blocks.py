@@ -98,3 +98,11 @@ def test_the_validator_rejects_what_slack_would(bad: list[dict[str, object]], me
 def test_builders_clip_instead_of_breaking_limits() -> None:
     assert len(blocks.section("x" * 5000)["text"]["text"]) == blocks.MAX_SECTION_TEXT
     assert len(blocks.button(text="b" * 100, action_id="a")["text"]["text"]) == blocks.MAX_BUTTON_TEXT
+
+
+def test_echoed_user_text_cannot_ping_a_channel_or_a_group() -> None:
+    text = "heads up <!channel> and <!here|here> and <!subteam^S0OPS|@oncall> cc <@U0BOB>"
+    quieted = blocks.quiet(text)
+    assert "<!" not in quieted
+    assert "<@U0BOB>" in quieted
+    assert "channel" in quieted and "oncall" in quieted

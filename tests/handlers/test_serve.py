@@ -88,3 +88,40 @@ def test_serve_answers_signed_commands_and_probes_on_one_port(
         requests.post(f"{served}/slack/events", data=body.encode(), headers=forged, timeout=10).status_code
         == 401
     )
+
+
+def test_serve_in_socket_mode_with_a_refused_app_token_says_what_to_fix(
+    tmp_path: Path, slack_stand_in: SlackApiStandIn
+) -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "SLACK_BOT_TOKEN": BOT_TOKEN,
+        "SLACK_APP_TOKEN": "xapp-1-not-accepted",
+        "SLACK_API_URL": slack_stand_in.base_url,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'socket.db'}",
+    }
+    env.pop("SLACK_SIGNING_SECRET", None)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from handlers.cli import main; main()",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "SLACK_APP_TOKEN" in result.stderr and "connections:write" in result.stderr
+    assert "Traceback" not in result.stderr
+    opened = slack_stand_in.calls_to("apps.connections.open")
+    assert opened and opened[0].token == "xapp-1-not-accepted"

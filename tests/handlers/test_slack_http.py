@@ -130,6 +130,15 @@ def test_status_assign_and_note_reply_in_the_thread_and_refresh_the_root(bot: Bo
     assert kinds[-3:] == ["assign", "status", "note"]
 
 
+def test_a_note_cannot_make_the_bot_ping_the_whole_channel(bot: BotUnderTest) -> None:
+    bot.command("job ml/train-llama")
+    bot.slack.clear()
+    bot.command("note <!channel> the node is back")
+    (reply,) = bot.slack.calls_to("chat.postMessage")
+    assert "<!channel>" not in reply.params["text"] and "the node is back" in reply.params["text"]
+    assert bot.services.incidents.timeline("INC-0001")[-1].text == "<!channel> the node is back"
+
+
 def test_assign_without_a_real_mention_explains_how_to_pick_a_person(bot: BotUnderTest) -> None:
     response = bot.command("assign @bob owner")
     assert "@ autocomplete" in response.text
@@ -150,14 +159,17 @@ def test_a_slack_error_on_the_root_message_is_reported_and_the_next_job_posts_it
     bot.slack.fail_next("chat.postMessage", error="not_in_channel")
     bot.command("job ml/train-llama")
     (ephemeral,) = bot.slack.calls_to("chat.postEphemeral")
-    assert "not_in_channel" in ephemeral.params["text"] and "Traceback" not in ephemeral.params["text"]
+    told = ephemeral.params["text"]
+    assert "not_in_channel" in told and "/invite" in told and "INC-0001" in told and "Traceback" not in told
     assert bot.services.incidents.get(incident_key="INC-0001").thread_ts is None
     bot.command("job ml/train-llama")
     assert bot.services.incidents.get(incident_key="INC-0001").thread_ts is not None
     assert len(bot.services.incidents.list_open()) == 1
 
 
-def test_where_the_bot_cannot_post_the_error_reaches_the_caller_through_response_url(bot: BotUnderTest) -> None:
+def test_where_the_bot_cannot_post_the_error_reaches_the_caller_through_response_url(
+    bot: BotUnderTest,
+) -> None:
     bot.slack.fail_next("chat.postMessage", error="not_in_channel")
     bot.slack.fail_next("chat.postEphemeral", error="not_in_channel")
     bot.command("job ml/train-llama", channel_id="D0DIRECT")
@@ -169,7 +181,9 @@ def test_where_the_bot_cannot_post_the_error_reaches_the_caller_through_response
 def test_a_job_for_an_incident_still_being_opened_does_not_post_a_second_root(bot: BotUnderTest) -> None:
     from bot.targets import parse_target
 
-    bot.services.incidents.open_for_target(target=parse_target("ml/racing"), channel_id="C0INC", opened_by="U0BOB")
+    bot.services.incidents.open_for_target(
+        target=parse_target("ml/racing"), channel_id="C0INC", opened_by="U0BOB"
+    )
     bot.command("job ml/racing")
     assert bot.slack.calls_to("chat.postMessage") == []
     (ephemeral,) = bot.slack.calls_to("chat.postEphemeral")
@@ -183,6 +197,22 @@ def test_a_rate_limited_call_is_retried_after_retry_after(bot: BotUnderTest) -> 
     assert len(posts) == 4  # the refused root, its retry, the opening reply, the findings
     assert posts[0].params == posts[1].params
     assert bot.services.incidents.get(incident_key="INC-0001").thread_ts is not None
+
+
+def test_a_slack_5xx_is_retried_and_the_incident_posts_normally(bot: BotUnderTest) -> None:
+    bot.slack.server_error_next("chat.postMessage", status=503)
+    bot.command("job ml/train-llama")
+    roots = [call for call in bot.slack.calls_to("chat.postMessage") if "thread_ts" not in call.params]
+    assert len(roots) == 2 and roots[0].params == roots[1].params
+    assert bot.slack.calls_to("chat.postEphemeral") == []
+
+
+def test_slack_failing_after_the_snapshot_keeps_it_and_says_where_it_is(bot: BotUnderTest) -> None:
+    bot.slack.server_error_next("chat.update", status=500, times=3)
+    bot.command("job ml/train-llama")
+    assert len(bot.services.incidents.snapshots(incident_key="INC-0001")) == 1
+    (ephemeral,) = bot.slack.calls_to("chat.postEphemeral")
+    assert "INC-0001 is open and its snapshot is stored" in ephemeral.params["text"]
 
 
 def test_a_failing_snapshot_keeps_the_incident_and_says_so_in_the_thread(bot: BotUnderTest) -> None:

@@ -8,7 +8,7 @@ Create Date: 2026-11-29 22:08:13.886414
 from __future__ import annotations
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 import storage.types
@@ -23,7 +23,8 @@ def upgrade() -> None:
     op.create_table(
         "incident",
         sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("key", sqlmodel.sql.sqltypes.AutoString(length=32), nullable=True),
+        sa.Column("number", sa.Integer(), nullable=False),
+        sa.Column("key", sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
         sa.Column("title", sqlmodel.sql.sqltypes.AutoString(length=400), nullable=False),
         sa.Column("target", sqlmodel.sql.sqltypes.AutoString(length=400), nullable=False),
         sa.Column("target_platform", sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
@@ -39,6 +40,7 @@ def upgrade() -> None:
         sa.Column("resolved_at", storage.types.UTCDateTime(timezone=True), nullable=True),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("key"),
+        sa.UniqueConstraint("number"),
     )
     with op.batch_alter_table("incident", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_incident_channel_id"), ["channel_id"], unique=False)
