@@ -149,10 +149,6 @@ def test_truncated_api_responses_end_in_a_bounded_report_or_a_clear_unreachable(
                 assert str(error)  # says why; no other exception type escapes
                 report = None
             assert time.monotonic() - started < DEADLINE_S + 5
-            print(
-                f"cut after {cut_after} B:",
-                "unreachable" if report is None else [(c.name, c.outcome.value) for c in report.collectors],
-            )
             if report is not None:
                 failed = {CollectorOutcome.ERROR, CollectorOutcome.PARTIAL, CollectorOutcome.TIMEOUT}
                 cut_short = [item.name for item in report.collectors if item.outcome in failed]
