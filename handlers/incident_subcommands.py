@@ -92,6 +92,15 @@ def _post_root_and_snapshot(ctx: CommandContext, incident: IncidentView) -> None
     if services.diagnoser is None:
         ctx.post_in_thread(incident, text="No cluster is configured, so no snapshot was taken.")
         return
+    allowed = services.settings.snapshot_allowed_user_ids
+    if allowed and ctx.user_id not in allowed:
+        # TRIAGE_SNAPSHOT_ALLOWED_USER_IDS: the incident is opened for anyone, cluster reads only for these.
+        ctx.post_in_thread(
+            incident,
+            text=f"No snapshot was taken: snapshots are limited to {len(allowed)} responder(s) on this "
+            f"workspace's allow-list, and <@{ctx.user_id}> is not on it. Ask an on-call responder to take one.",
+        )
+        return
     try:
         report = services.incidents.run_snapshot(incident_key=incident.key, settings=services.settings)
     except Exception as error:
