@@ -156,3 +156,11 @@ def test_truncated_api_responses_end_in_a_bounded_report_or_a_clear_unreachable(
                 assert all(any(line.startswith(name) for line in report.not_checked) for name in cut_short)
         finally:
             proxy.close()
+
+
+def test_a_whole_triage_only_ever_reads_from_the_cluster(bot_on_lab: BotUnderTest, lab: Lab) -> None:
+    lab.server.reset_log()
+    bot_on_lab.command("job ml/train-llm")
+    methods = {record.method for record in lab.server.requests}
+    assert lab.server.requests, "the snapshot made no API calls"
+    assert methods == {"GET"}
