@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bot import snapshot
+from bot import redact, snapshot
 from bot.collectors import kube_calls
 from bot.collectors import kubernetes as kube_plan
 from bot.config import Settings
@@ -82,12 +82,12 @@ def diagnose(*, target: Target | str, settings: Settings, api_client: Any = None
     observations = list(result.observations) + _engine_observations(result.reports)
     diagnosis = classify(observations)
     extra = _snapshot_findings(observations, already={f.rule for f in diagnosis.findings})
-    return SnapshotReport(
+    return redact.redact_report(SnapshotReport(  # evidence leaves the engine redacted, whoever renders it
         target=parsed.key, target_kind=ctx.kind.value if ctx.kind else (parsed.kind.value if parsed.kind else ""),
         taken_at=taken_at, elapsed_ms=budget.elapsed_ms(), verdict=diagnosis.verdict,
         findings=tuple(diagnosis.findings) + tuple(extra), collectors=result.reports,
         observations=tuple(observations), placement=placement_from(observations),
-        not_checked=result.not_checked, unexplained=diagnosis.unexplained)
+        not_checked=result.not_checked, unexplained=diagnosis.unexplained))
 
 
 def _engine_observations(reports: Sequence[CollectorReport]) -> list[Observation]:

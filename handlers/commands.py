@@ -12,6 +12,7 @@ import hashlib
 import logging
 import re
 import time
+import unicodedata
 import urllib.error
 import uuid
 from collections.abc import Callable, Sequence
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 
 COMMAND = "/triage"
 INCIDENT_KEY = re.compile(r"(?i)^INC-\d{1,9}$")
+# `<!channel>`, `<!here>`, `<!everyone>`, `<!subteam^...>`: the bot must never broadcast for a user.
+BROADCAST_MENTION = re.compile(r"<!(?:channel|here|everyone|subteam\^)[^>]*>?", re.IGNORECASE)
 USER_MENTION = re.compile(r"^<@([UW][A-Z0-9]{2,30})(?:\|[^>]*)?>$")
 
 
@@ -126,6 +129,20 @@ class Subcommand:
 # --- routing -----------------------------------------------------------------------------------------
 
 
+def safe_echo(text: str, *, limit: int = 40) -> str:
+    """User input quoted back in mrkdwn: no control or bidi characters, no mentions or links, no
+    way out of a `code span`, bounded length."""
+    cleaned = "".join("?" if unicodedata.category(ch) in ("Cc", "Cf") else ch for ch in text)
+    cleaned = cleaned.replace("`", "'").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return blocks.clip(cleaned, limit=limit)
+
+
+def defang(message: str) -> str:
+    """A message that quotes user input: control characters dropped, broadcast mentions disarmed."""
+    cleaned = "".join("?" if unicodedata.category(ch) in ("Cc", "Cf") else ch for ch in message)
+    return BROADCAST_MENTION.sub(lambda match: "&lt;" + match.group(0)[1:], cleaned)
+
+
 def route(*, subcommands: dict[str, Subcommand], text: str) -> tuple[Subcommand | None, str, str | None]:
     """(subcommand, rest, error): exactly one of subcommand and error is set."""
     name, _, rest = text.strip().partition(" ")
@@ -136,13 +153,13 @@ def route(*, subcommands: dict[str, Subcommand], text: str) -> tuple[Subcommand 
         return (
             None,
             rest,
-            f"`{blocks.clip(name, limit=30)}` is not a /triage subcommand. Try one of: {known}. `/triage help` explains each.",
+            f"`{safe_echo(name, limit=30)}` is not a /triage subcommand. Try one of: {known}. `/triage help` explains each.",
         )
     if subcommand.check is not None:
         try:
             subcommand.check(rest.strip())
         except UsageError as error:
-            return None, rest, str(error)
+            return None, rest, defang(str(error))
     return subcommand, rest.strip(), None
 
 
@@ -276,6 +293,7 @@ def _slack_failure_text(ctx: CommandContext, *, code: str) -> str:
 def _tell(ctx: CommandContext, text: str) -> None:
     """Ephemeral reply; where the bot cannot post (a DM, a private channel it is not in), the
     command's response_url still reaches the caller."""
+    text = defang(text)
     try:
         ctx.reply_ephemeral(text)
         return

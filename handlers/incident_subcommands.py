@@ -21,6 +21,7 @@ from handlers.commands import (
     SlackFailure,
     Subcommand,
     UsageError,
+    safe_echo,
     slack_error_code,
 )
 from handlers.services import Services
@@ -98,6 +99,15 @@ def _snapshot_and_post(ctx: CommandContext, incident: IncidentView) -> None:
     services = ctx.services
     if services.diagnoser is None:
         ctx.post_in_thread(incident, text="No cluster is configured, so no snapshot was taken.")
+        return
+    allowed = services.settings.snapshot_allowed_user_ids
+    if allowed and ctx.user_id not in allowed:
+        # TRIAGE_SNAPSHOT_ALLOWED_USER_IDS: the incident is opened for anyone, cluster reads only for these.
+        ctx.post_in_thread(
+            incident,
+            text=f"No snapshot was taken: snapshots are limited to {len(allowed)} responder(s) on this "
+            f"workspace's allow-list, and <@{ctx.user_id}> is not on it. Ask an on-call responder to take one.",
+        )
         return
     try:
         report = services.incidents.run_snapshot(incident_key=incident.key, settings=services.settings)
@@ -196,7 +206,7 @@ def _parse_assign(rest: str) -> tuple[str | None, str, str]:
     match = USER_MENTION.match(mention)
     if match is None:
         raise UsageError(
-            f"Couldn't tell who `{mention[:40]}` is: pick the person from Slack's @ autocomplete, "
+            f"Couldn't tell who `{safe_echo(mention)}` is: pick the person from Slack's @ autocomplete, "
             "e.g. `/triage assign @alex owner`."
         )
     return key, match.group(1), role

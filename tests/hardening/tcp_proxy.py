@@ -12,8 +12,10 @@ class TcpProxy:
     """Listens on 127.0.0.1:<port> and forwards to `upstream`. `cut()` refuses new connections and
     drops open ones (like a database restart); `restore()` listens again on the same port."""
 
-    def __init__(self, *, upstream_host: str, upstream_port: int) -> None:
+    def __init__(self, *, upstream_host: str, upstream_port: int, truncate_after: int | None = None) -> None:
         self._upstream = (upstream_host, upstream_port)
+        # Drop a connection mid-response once it has carried this many bytes back (truncated answers).
+        self._truncate_after = truncate_after
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
         self._listener: socket.socket | None = None
@@ -78,12 +80,19 @@ class TcpProxy:
         selector = selectors.DefaultSelector()
         selector.register(client, selectors.EVENT_READ, server)
         selector.register(server, selectors.EVENT_READ, client)
+        returned = 0
         try:
             while True:
                 for key, _ in selector.select(timeout=1.0):
                     data = key.fileobj.recv(65536)  # type: ignore[union-attr]
                     if not data:
                         return
+                    if key.fileobj is server and self._truncate_after is not None:
+                        room = self._truncate_after - returned
+                        returned += len(data)
+                        if len(data) > room:
+                            key.data.sendall(data[: max(room, 0)])
+                            return  # cut mid-response: the client sees a truncated body
                     key.data.sendall(data)
                 with self._lock:
                     if client not in self._open:
