@@ -5,6 +5,7 @@ database. The lab API server speaks the wire format; the real `kubernetes` clien
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,8 +88,9 @@ def test_api_errors_and_slowness_during_triage_are_reported_and_the_incident_kep
     assert outcomes["pods"] == CollectorOutcome.OK.value
     assert stored["elapsed_ms"] <= DEADLINE_S * 1000 + 1500  # the deadline bounds the whole snapshot
     posted = _posted(bot_on_lab)
-    assert "Not checked" in posted and "events" in posted and "nodes" in posted
-    assert "Traceback" not in posted
+    assert "not checked" in posted.lower() and "events" in posted and "nodes" in posted
+    # The workload's own log may quote its Python traceback as evidence; the bot's code must never show.
+    assert re.search(r'File \\"[^"]*/(bot|handlers|storage)/', posted) is None
     assert bot_on_lab.services.incidents.get(incident_key="INC-0001").is_open
 
 
@@ -117,7 +119,8 @@ def test_a_cluster_that_refuses_connections_fails_the_snapshot_but_keeps_the_inc
         bot.command("job ml/train-llm")
         assert time.monotonic() - started < DEADLINE_S + 10
         texts = [str(call.params.get("text", "")) for call in slack_stand_in.calls_to("chat.postMessage")]
-        assert any("snapshot failed" in text.lower() and "ClusterUnreachable" in text for text in texts)
+        # The user reads why (the API server refused the connection), not an exception's class name.
+        assert any("No snapshot was taken" in text and "refused" in text.lower() for text in texts)
         assert bot.services.incidents.get(incident_key="INC-0001").is_open
         assert bot.services.incidents.timeline("INC-0001")[-1].kind == "snapshot_failed"
 
