@@ -243,9 +243,8 @@ def _change_summary(*, key: str, change: ChangeView) -> ChangeSummary:
 
 
 def evidence_commands(*, snapshots: tuple[Mapping[str, Any], ...]) -> tuple[CommandEntry, ...]:
-    """Every command behind the findings and observations, with its timestamp, without repeats."""
-    seen: set[tuple[str, str]] = set()
-    entries: list[CommandEntry] = []
+    """Every command behind the findings and observations, once each, with the last time it ran."""
+    latest: dict[str, CommandEntry] = {}
     for snapshot in snapshots:
         items: list[tuple[str, str, str, str]] = []
         for finding in snapshot.get("findings", ()):
@@ -268,20 +267,23 @@ def evidence_commands(*, snapshots: tuple[Mapping[str, Any], ...]) -> tuple[Comm
                 )
             )
         for command, at, source, excerpt in items:
-            if not command or (command, at) in seen:
+            if not command:
                 continue
-            seen.add((command, at))
-            entries.append(CommandEntry(command=command, at=at, source=source, excerpt=excerpt[:500]))
-    return tuple(entries)
+            # A command re-run by a later snapshot is listed once, at the last time it ran.
+            if command not in latest or at >= latest[command].at:
+                latest[command] = CommandEntry(command=command, at=at, source=source, excerpt=excerpt[:500])
+    return tuple(sorted(latest.values(), key=lambda entry: entry.at))
 
 
 def _expected_vs_observed(*, snapshots: tuple[Mapping[str, Any], ...]) -> tuple[ExpectedObserved, ...]:
-    rows: list[ExpectedObserved] = []
+    """Each distinct expected-vs-observed pair once, at the last snapshot that showed it."""
+    rows: dict[tuple[str, str, str], ExpectedObserved] = {}
     for snapshot in snapshots:
         for finding in snapshot.get("findings", ()):
             for evidence in finding.get("evidence", ()):
                 if evidence.get("expected") or evidence.get("observed"):
-                    rows.append(
+                    key = (evidence.get("command", ""), evidence.get("expected", ""), evidence.get("observed", ""))
+                    rows[key] = (
                         ExpectedObserved(
                             source=evidence.get("source", ""),
                             command=evidence.get("command", ""),
@@ -290,7 +292,7 @@ def _expected_vs_observed(*, snapshots: tuple[Mapping[str, Any], ...]) -> tuple[
                             at=evidence.get("observed_at", ""),
                         )
                     )
-    return tuple(rows)
+    return tuple(sorted(rows.values(), key=lambda row: row.at))
 
 
 def _limitations(data: IncidentData) -> tuple[str, ...]:

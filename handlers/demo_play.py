@@ -49,8 +49,9 @@ def _mention_name(match: re.Match[str]) -> str:
 
 
 def _readable(raw: str, *, style: str = "") -> Text:
-    """Slack mrkdwn as a terminal shows it: mentions as @name, emoji codes as emoji."""
+    """Slack mrkdwn as a terminal shows it: mentions as @name, emoji codes as emoji, entities decoded."""
     plain = _SLACK_ONLY_EMOJI.sub(r":\1_circle:", _MENTION.sub(_mention_name, raw))
+    plain = plain.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
     text = Text.from_markup(escape(plain), emoji=True)
     if style:
         text.stylize(style)
@@ -69,7 +70,26 @@ def _block_text(block: dict[str, Any]) -> Text:
         )
     if kind == "divider":
         return Text("─" * 40, style="dim")
+    if kind == "actions":
+        return Text("  ".join(_control_label(item) for item in block.get("elements", [])), style="bold yellow")
     return Text(f"({kind} block)", style="dim")
+
+
+def _control_label(element: dict[str, Any]) -> str:
+    """A button as [ Label ], a picker as [ Placeholder ▾ ]."""
+    if element.get("type") == "button":
+        return f"[ {element.get('text', {}).get('text', '')} ]"
+    return f"[ {element.get('placeholder', {}).get('text', element.get('type', ''))} ▾ ]"
+
+
+def _uploaded_files(params: dict[str, Any]) -> Text:
+    """files.completeUploadExternal: the titles of what was attached, and its comment."""
+    files = params.get("files") or []
+    files = json.loads(files) if isinstance(files, str) else files
+    lines = [f"📎 {item.get('title') or item.get('id')}" for item in files]
+    if params.get("initial_comment"):
+        lines.append(str(params["initial_comment"]))
+    return _readable("\n".join(lines))
 
 
 def render_call(call: RecordedCall) -> Panel:
@@ -77,12 +97,13 @@ def render_call(call: RecordedCall) -> Panel:
     params = call.params
     raw_blocks = params.get("blocks")
     blocks = json.loads(raw_blocks) if isinstance(raw_blocks, str) else (raw_blocks or [])
-    body = (
-        Text("\n").join(_block_text(block) for block in blocks)
-        if blocks
-        else _readable(str(params.get("text", "")))
-    )
-    where = f"#{params.get('channel', '?')}"
+    if call.method == "files.completeUploadExternal":
+        body = _uploaded_files(params)
+    elif blocks:
+        body = Text("\n").join(_block_text(block) for block in blocks)
+    else:
+        body = _readable(str(params.get("text", "")))
+    where = f"#{params.get('channel') or params.get('channel_id') or '?'}"
     if params.get("thread_ts"):
         where += " · in thread"
     if call.method in {"chat.postEphemeral", "response_url"}:

@@ -139,3 +139,20 @@ def test_notes_that_mention_a_rollback_are_kept_in_the_handoff_as_unrecorded_cha
         "## Changes and rollback"
     )[1]
     assert "not a recorded change" in changes and "bumped NCCL_BUFFSIZE (rollback: unset it)" in changes
+
+
+def test_a_command_rerun_by_later_snapshots_is_listed_once_at_its_last_run() -> None:
+    def snapshot(at: str) -> dict[str, object]:
+        evidence = {"command": "kubectl describe pod -n ml p", "observed_at": at, "source": "kubernetes",
+                    "excerpt": "OOMKilled", "expected": "no OOM", "observed": "OOMKilled"}
+        return {"findings": [{"evidence": [evidence]}], "observations": []}
+
+    snapshots = (snapshot("2026-11-29T10:00:00Z"), snapshot("2026-11-29T10:15:00Z"))
+    commands = records.evidence_commands(snapshots=snapshots)
+    assert [(entry.command, entry.at) for entry in commands] == [
+        ("kubectl describe pod -n ml p", "2026-11-29T10:15:00Z")
+    ]
+    pairs = records._expected_vs_observed(snapshots=snapshots)
+    assert [(row.expected, row.observed, row.at) for row in pairs] == [
+        ("no OOM", "OOMKilled", "2026-11-29T10:15:00Z")
+    ]
