@@ -64,6 +64,11 @@ class Budget:
             self._evidence_bytes += granted
             return granted
 
+    def refund_evidence_bytes(self, unused: int) -> None:
+        """Give back part of a reservation that was not used (a log shorter than its cap)."""
+        with self._lock:
+            self._evidence_bytes = max(0, self._evidence_bytes - max(0, unused))
+
     @property
     def evidence_bytes(self) -> int:
         """Evidence bytes kept so far."""

@@ -80,6 +80,21 @@ def test_an_unreachable_cluster_exits_4(tmp_path: Path) -> None:
     assert code == 4 and "unreachable" in err
 
 
+def test_context_picks_the_cluster_from_a_kubeconfig_with_several(tmp_path: Path) -> None:
+    with running_lab(tmp_path=tmp_path, scenario="oom") as lab:
+        config = json.loads(lab.server.kubeconfig_text(context="lab"))
+        config["clusters"].append({"name": "dead", "cluster": {"server": "http://127.0.0.1:9"}})
+        config["contexts"].append({"name": "dead", "context": {"cluster": "dead", "user": "lab"}})
+        config["current-context"] = "dead"
+        kubeconfig = tmp_path / "two-contexts"
+        kubeconfig.write_text(json.dumps(config), encoding="utf-8")
+        chosen, out, _ = _run("triage", "job", "ml/train-llm", "--kubeconfig", str(kubeconfig), "--context", "lab",
+                              "--format", "json")
+        default, _, _ = _run("triage", "job", "ml/train-llm", "--kubeconfig", str(kubeconfig), "--deadline", "3")
+    assert chosen == 0 and json.loads(out)["target_kind"] == "job"
+    assert default == 4
+
+
 def test_lab_list_names_every_scenario() -> None:
     from bot.lab import scenarios
 

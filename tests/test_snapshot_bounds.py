@@ -122,10 +122,12 @@ def test_a_huge_log_is_read_as_a_bounded_tail(tmp_path: Path) -> None:
 
 def test_the_total_evidence_cap_stops_reading_logs(tmp_path: Path) -> None:
     with running_lab(tmp_path=tmp_path, state=_big_job(pods=1, log_lines=5000)) as lab:
-        report = diagnose(target="ml/wide", settings=lab.settings(max_total_evidence_bytes=4096,
-                                                                   max_log_bytes_per_container=2048))
-    assert any(item.truncated for item in report.collectors)
-    assert report.not_checked
+        report = diagnose(target="ml/wide", settings=lab.settings(max_total_evidence_bytes=8192,
+                                                                   max_log_bytes_per_container=50_000))
+    kept = sum(len(item.text) for item in report.observations if item.kind.startswith("log_"))
+    assert any("total evidence bytes cap reached" in item.detail for item in report.collectors)
+    assert any(line.startswith("logs: partial") for line in report.not_checked)
+    assert kept < 8192
 
 
 def test_an_unknown_workload_is_target_not_found(tmp_path: Path) -> None:

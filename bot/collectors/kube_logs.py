@@ -93,6 +93,8 @@ def _read_one(ctx: KubeContext, sink: Sink, *, target: LogTarget, previous: bool
                                + (" --previous" if previous else ""))
     text = text if isinstance(text, str) else str(text)
     size = len(text.encode())
+    # The reservation stood for the raw log; what is kept is charged again as observations below.
+    ctx.caller.budget.refund_evidence_bytes(allowed)
     sink.count(1)
     truncated = size >= allowed
     if truncated:

@@ -291,8 +291,11 @@ class KubeApiServer:
         return self
 
     def stop(self) -> None:
-        """Stop serving and close the socket."""
-        self._httpd.shutdown()
+        """Stop serving (if started) and close the socket."""
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
         self._httpd.server_close()
 
     def __enter__(self) -> Self:
