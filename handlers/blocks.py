@@ -8,12 +8,16 @@ from typing import Any
 
 from bot.incidents import IncidentView, TimelineItem
 from bot.report import SnapshotReport
+from handlers import block_limits
+from handlers.block_limits import (
+    MAX_BLOCKS,
+    MAX_BUTTON_TEXT,
+    MAX_CONTEXT_ELEMENTS,
+    MAX_HEADER_TEXT,
+    MAX_SECTION_TEXT,
+    BlockLimitError,  # noqa: F401 (re-exported: callers catch blocks.BlockLimitError)
+)
 
-MAX_BLOCKS = 50
-MAX_SECTION_TEXT = 3000
-MAX_HEADER_TEXT = 150
-MAX_BUTTON_TEXT = 75
-MAX_CONTEXT_ELEMENTS = 10
 MAX_FALLBACK_TEXT = 40_000
 
 Block = dict[str, Any]
@@ -32,10 +36,6 @@ SEVERITY_EMOJI = {
     "low": ":large_blue_circle:",
     "info": ":white_circle:",
 }
-
-
-class BlockLimitError(ValueError):
-    """The blocks break one of Slack's limits; Slack would reject the message with invalid_blocks."""
 
 
 _BROADCAST = re.compile(r"<!(channel|here|everyone)(?:\|[^>]*)?>|<!subteam\^[A-Z0-9]+(?:\|([^>]*))?>")
@@ -130,56 +130,6 @@ def incident_root_text(*, incident: IncidentView) -> str:
     return f"{incident.key} {incident.status}: {incident.target}"
 
 
-def snapshot_findings(*, incident_key: str, report: SnapshotReport, label: str = "") -> list[Block]:
-    """Findings with their evidence (command, excerpt, expected vs observed), newest snapshot."""
-    layer = report.verdict.layer.value if report.verdict.layer else "undetermined"
-    title = f"Snapshot of {report.target}" + (f" ({label})" if label else "")
-    blocks: list[Block] = [
-        header(clip(title, limit=MAX_HEADER_TEXT)),
-        section(
-            f"*Verdict:* {layer} ({report.verdict.confidence:.0%}) — {report.verdict.summary}\n"
-            f"Taken {report.taken_at:%Y-%m-%d %H:%M:%S} UTC in {report.elapsed_ms} ms."
-        ),
-    ]
-    # Leave room for the header, verdict, tail context and a "more" line.
-    room = MAX_BLOCKS - 4
-    shown = report.findings[: room // 2]
-    for finding in shown:
-        sev = SEVERITY_EMOJI.get(finding.severity.value, "")
-        where = finding.layer.value if finding.layer else "unknown layer"
-        lines = [f"{sev} *{finding.severity.value}* · *{where}* · `{finding.rule}`", finding.summary]
-        if finding.next_step:
-            lines.append(f"*Next:* {finding.next_step}")
-        blocks.append(section("\n".join(lines)))
-        evidence = finding.evidence[0] if finding.evidence else None
-        if evidence is not None:
-            expected = (
-                f"expected {evidence.expected}; observed {evidence.observed}" if evidence.expected else ""
-            )
-            blocks.append(
-                context(
-                    f"`{clip(evidence.command, limit=300)}` at {evidence.observed_at:%H:%M:%S} UTC",
-                    clip(evidence.excerpt, limit=600) or "(no output)",
-                    *([expected] if expected else []),
-                )
-            )
-    if len(report.findings) > len(shown):
-        blocks.append(
-            section(f"…and {len(report.findings) - len(shown)} more finding(s) in the stored report.")
-        )
-    if not report.findings:
-        blocks.append(section("No findings: nothing in the snapshot matched a known failure."))
-    if report.not_checked:
-        blocks.append(context("Not checked: " + "; ".join(report.not_checked)))
-    return blocks
-
-
-def snapshot_text(*, incident_key: str, report: SnapshotReport) -> str:
-    """Notification fallback for the findings message."""
-    layer = report.verdict.layer.value if report.verdict.layer else "undetermined"
-    return f"{incident_key}: snapshot verdict {layer}, {len(report.findings)} finding(s)"
-
-
 def open_list(*, incidents: Sequence[IncidentView]) -> list[Block]:
     """`/triage list`: one line per open incident."""
     if not incidents:
@@ -226,48 +176,4 @@ def _text_of(obj: Any) -> str:
 
 def validate_blocks(blocks: Sequence[Block]) -> list[Block]:
     """Raise BlockLimitError if Slack would reject these blocks; return them unchanged otherwise."""
-    problems: list[str] = []
-    if len(blocks) > MAX_BLOCKS:
-        problems.append(f"{len(blocks)} blocks (limit {MAX_BLOCKS})")
-    for index, block in enumerate(blocks):
-        kind = block.get("type")
-        if kind == "header":
-            text = _text_of(block.get("text"))
-            if block.get("text", {}).get("type") != "plain_text":
-                problems.append(f"block {index}: header text must be plain_text")
-            if len(text) > MAX_HEADER_TEXT:
-                problems.append(f"block {index}: header text {len(text)} chars (limit {MAX_HEADER_TEXT})")
-        elif kind == "section":
-            text = _text_of(block.get("text"))
-            if not text and not block.get("fields"):
-                problems.append(f"block {index}: section needs text or fields")
-            if len(text) > MAX_SECTION_TEXT:
-                problems.append(f"block {index}: section text {len(text)} chars (limit {MAX_SECTION_TEXT})")
-            for field in block.get("fields", []):
-                if len(_text_of(field)) > 2000:
-                    problems.append(f"block {index}: section field over 2000 chars")
-        elif kind == "context":
-            elements = block.get("elements", [])
-            if not elements or len(elements) > MAX_CONTEXT_ELEMENTS:
-                problems.append(
-                    f"block {index}: context has {len(elements)} elements (1..{MAX_CONTEXT_ELEMENTS})"
-                )
-        elif kind == "actions":
-            elements = block.get("elements", [])
-            if not elements or len(elements) > 25:
-                problems.append(f"block {index}: actions has {len(elements)} elements (1..25)")
-            for element in elements:
-                if element.get("type") == "button" and len(_text_of(element.get("text"))) > MAX_BUTTON_TEXT:
-                    problems.append(f"block {index}: button text over {MAX_BUTTON_TEXT} chars")
-        elif kind not in {"divider", "image", "input", "rich_text", "file", "video"}:
-            problems.append(f"block {index}: unknown block type {kind!r}")
-        accessory = block.get("accessory")
-        if (
-            isinstance(accessory, dict)
-            and accessory.get("type") == "button"
-            and len(_text_of(accessory.get("text"))) > MAX_BUTTON_TEXT
-        ):
-            problems.append(f"block {index}: button text over {MAX_BUTTON_TEXT} chars")
-    if problems:
-        raise BlockLimitError("; ".join(problems))
-    return list(blocks)
+    return block_limits.checked(blocks)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -37,13 +38,17 @@ def register(app: typer.Typer) -> None:
 
     @app.command("export")
     def export(
-        incident_key: str = typer.Argument(..., help="The incident key, e.g. INC-0042."),
-        output_format: ExportFormat = typer.Option(ExportFormat.MD, "--format", help="md or json."),
-        record: RecordKind = typer.Option(RecordKind.POSTMORTEM, "--record", help="postmortem or handoff."),
-        bundle_path: Path | None = typer.Option(
-            None, "--bundle", help="Also write the evidence bundle (tar.gz) to this path."
-        ),
-        database_url: str | None = typer.Option(None, "--database-url", help="Defaults to DATABASE_URL."),
+        incident_key: Annotated[str, typer.Argument(help="The incident key, e.g. INC-0042.")],
+        output_format: Annotated[ExportFormat, typer.Option("--format", help="md or json.")] = ExportFormat.MD,
+        record: Annotated[
+            RecordKind, typer.Option("--record", help="postmortem or handoff.")
+        ] = RecordKind.POSTMORTEM,
+        bundle_path: Annotated[
+            Path | None, typer.Option("--bundle", help="Also write the evidence bundle (tar.gz) to this path.")
+        ] = None,
+        database_url: Annotated[
+            str | None, typer.Option("--database-url", help="Defaults to DATABASE_URL.")
+        ] = None,
     ) -> None:
         """Print an incident's postmortem (or handoff) as Markdown or JSON; --bundle writes the evidence tar.gz."""
         settings = load_settings(**({"DATABASE_URL": database_url} if database_url else {}))

@@ -10,20 +10,19 @@ import dataclasses
 from typing import Any
 
 from bot import findings, report
-from handlers import findings_markdown
+from handlers import block_limits, findings_markdown
+from handlers.block_limits import (
+    MAX_ACTION_VALUE,
+    MAX_BLOCK_ID,
+    MAX_BLOCKS,
+    MAX_CONTEXT_ELEMENTS,
+    MAX_CONTEXT_TEXT,
+    MAX_HEADER_TEXT,
+    MAX_SECTION_TEXT,
+)
 
-MAX_BLOCKS = 50
-MAX_SECTION_TEXT = 3000
-MAX_HEADER_TEXT = 150
-MAX_CONTEXT_TEXT = 2000
-MAX_CONTEXT_ELEMENTS = 10
-MAX_BUTTON_TEXT = 75
-MAX_ACTION_VALUE = 2000
-MAX_ACTION_ID = 255
-MAX_BLOCK_ID = 255
 MAX_FALLBACK_TEXT = 3000
 EXCERPT_CHARS = 600
-MAX_SELECT_PLACEHOLDER = 150
 RERUN_ACTION = "rerun_snapshot"
 ASSIGN_ACTION = "assign_owner"
 SEE_FILE = "… (shortened; the full evidence is in the attached file)"
@@ -195,91 +194,6 @@ def render_findings(*, snapshot: report.SnapshotReport, incident_key: str) -> Re
     return RenderedFindings(blocks=blocks, text_fallback=fallback, attachment=attachment)
 
 
-def _text_of(obj: Any) -> str:
-    return obj.get("text", "") if isinstance(obj, dict) else ""
-
-
-def _check_text_object(*, where: str, obj: Any, limit: int, kinds: tuple[str, ...]) -> list[str]:
-    if not isinstance(obj, dict) or obj.get("type") not in kinds:
-        return [f"{where}: text object must be one of {kinds}"]
-    text = _text_of(obj)
-    problems = []
-    if not text.strip():
-        problems.append(f"{where}: text is empty")
-    if len(text) > limit:
-        problems.append(f"{where}: text has {len(text)} chars, limit {limit}")
-    return problems
-
-
-def _check_block(*, index: int, block: dict[str, Any]) -> list[str]:
-    where = f"block {index} ({block.get('type')})"
-    kind = block.get("type")
-    if kind == "header":
-        return _check_text_object(
-            where=where, obj=block.get("text"), limit=MAX_HEADER_TEXT, kinds=("plain_text",)
-        )
-    if kind == "section":
-        problems = []
-        if "text" in block:
-            problems += _check_text_object(
-                where=where, obj=block["text"], limit=MAX_SECTION_TEXT, kinds=("mrkdwn", "plain_text")
-            )
-        fields = block.get("fields", [])
-        if len(fields) > 10:
-            problems.append(f"{where}: {len(fields)} fields, limit 10")
-        for number, field in enumerate(fields):
-            problems += _check_text_object(
-                where=f"{where} field {number}", obj=field, limit=2000, kinds=("mrkdwn", "plain_text")
-            )
-        if "text" not in block and not fields:
-            problems.append(f"{where}: needs text or fields")
-        return problems
-    if kind == "context":
-        elements = block.get("elements", [])
-        problems = [] if 0 < len(elements) <= MAX_CONTEXT_ELEMENTS else [f"{where}: {len(elements)} elements"]
-        for number, element in enumerate(elements):
-            problems += _check_text_object(
-                where=f"{where} element {number}",
-                obj=element,
-                limit=MAX_CONTEXT_TEXT,
-                kinds=("mrkdwn", "plain_text"),
-            )
-        return problems
-    if kind == "actions":
-        elements = block.get("elements", [])
-        problems = [] if 0 < len(elements) <= 25 else [f"{where}: {len(elements)} elements, limit 25"]
-        for number, element in enumerate(elements):
-            label = f"{where} element {number}"
-            if element.get("type") == "button":
-                problems += _check_text_object(
-                    where=label, obj=element.get("text"), limit=MAX_BUTTON_TEXT, kinds=("plain_text",)
-                )
-            elif element.get("type") == "users_select":
-                problems += _check_text_object(
-                    where=label, obj=element.get("placeholder"), limit=MAX_SELECT_PLACEHOLDER,
-                    kinds=("plain_text",),
-                )
-            else:
-                problems.append(f"{label}: element type {element.get('type')!r} is not one we send")
-            if not 0 < len(element.get("action_id", "")) <= MAX_ACTION_ID:
-                problems.append(f"{label}: action_id missing or over {MAX_ACTION_ID} chars")
-            if len(element.get("value", "")) > MAX_ACTION_VALUE:
-                problems.append(f"{label}: value over {MAX_ACTION_VALUE} chars")
-        return problems
-    if kind == "divider":
-        return []
-    return [f"{where}: unknown block type"]
-
-
 def validate_blocks(blocks: list[dict[str, Any]]) -> list[str]:
-    """Every Slack limit this message could break; empty when Slack would accept it."""
-    problems = [] if len(blocks) <= MAX_BLOCKS else [f"{len(blocks)} blocks, limit {MAX_BLOCKS}"]
-    seen: set[str] = set()
-    for index, block in enumerate(blocks):
-        block_id = block.get("block_id")
-        if block_id is not None:
-            if len(block_id) > MAX_BLOCK_ID or block_id in seen:
-                problems.append(f"block {index}: block_id duplicated or over {MAX_BLOCK_ID} chars")
-            seen.add(block_id)
-        problems += _check_block(index=index, block=block)
-    return problems
+    """Every Slack limit these blocks break (empty when Slack would accept them)."""
+    return block_limits.problems(blocks)

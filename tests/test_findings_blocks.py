@@ -175,7 +175,7 @@ def test_validate_blocks_reports_each_broken_limit() -> None:
                 }
             ],
         },
-        {"type": "video"},
+        {"type": "banner"},  # not a Slack block (video is one)
     ] + [{"type": "divider"}] * 45
     problems = findings_blocks.validate_blocks(blocks)
     assert any("51 blocks" in item for item in problems)

@@ -6,10 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.config import Settings
-from bot.demo import minimal_diagnoser
 from bot.incidents import IncidentView, RoleView
-from bot.targets import parse_target
 from handlers import blocks
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -45,14 +42,6 @@ def test_the_root_message_names_the_incident_status_and_roles() -> None:
 def test_a_very_long_target_is_clipped_to_the_header_limit() -> None:
     root = blocks.validate_blocks(blocks.incident_root(incident=_incident(target="x" * 400)))
     assert len(root[0]["text"]["text"]) == blocks.MAX_HEADER_TEXT
-
-
-def test_findings_of_a_large_report_fit_in_fifty_blocks() -> None:
-    report = minimal_diagnoser(target=parse_target("ml/train"), settings=Settings())
-    many = type(report)(**{**report.__dict__, "findings": report.findings * 80})
-    rendered = blocks.validate_blocks(blocks.snapshot_findings(incident_key="INC-1", report=many))
-    assert len(rendered) <= blocks.MAX_BLOCKS
-    assert "more finding(s)" in str(rendered)
 
 
 def test_the_open_list_of_many_incidents_stays_valid() -> None:

@@ -301,7 +301,7 @@ def test_readiness_fails_when_slack_rejects_the_token(bot: BotUnderTest) -> None
 
 def _click(bot: BotUnderTest, *, user: str, action: dict[str, Any]) -> requests.Response:
     """A signed block_actions payload, as Slack sends it when someone clicks in a message."""
-    import urllib.parse  # noqa: PLC0415
+    import urllib.parse
 
     payload = {
         "type": "block_actions",
