@@ -98,7 +98,10 @@ def _read_one(ctx: KubeContext, sink: Sink, *, target: LogTarget, previous: bool
     sink.count(1)
     truncated = size >= allowed
     if truncated:
-        sink.truncate(f"log of {target.pod}/{target.container} cut at {allowed} bytes")
+        # Say which bound cut it: other collectors may have used most of the total allowance first.
+        cause = ("total evidence bytes cap reached" if allowed < bounds.max_log_bytes_per_container
+                 else "per-container log bytes cap")
+        sink.truncate(f"log of {target.pod}/{target.container} cut at {allowed} bytes ({cause})")
     subject = f"pod/{target.namespace}/{target.pod}"
     command = (f"kubectl logs -n {target.namespace} {target.pod} -c {target.container}"
                f"{' --previous' if previous else ''} --tail={bounds.max_log_lines_per_container}")
