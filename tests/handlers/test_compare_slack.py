@@ -4,6 +4,7 @@ Slack stand-in and the lab Kubernetes API server (the real `kubernetes` client t
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -199,3 +200,31 @@ def test_a_long_diff_stays_within_slack_limits_and_the_full_diff_is_attached() -
     assert rendered.attachment is not None and rendered.attachment.count("NCCL_SETTING_") == 70
     assert "x" * 900 in rendered.attachment
     assert "50 more difference(s)" in json.dumps(rendered.blocks)
+
+
+IBSTAT = Path(__file__).resolve().parents[1] / "fixtures" / "fabric" / "published" / "ibstat-mooncake-1999.txt"
+
+
+@pytest.mark.parametrize("bot_on_scenario", ["nccl-ib"], indirect=True)
+def test_fabric_probe_with_a_configured_runner_reads_ibstat_on_the_pair_within_its_cap(
+    bot_on_scenario, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    bot, lab = bot_on_scenario
+    assert lab.scenario is not None
+    bin_dir, calls = tmp_path / "bin", tmp_path / "srun-calls"
+    bin_dir.mkdir()
+    srun = bin_dir / "srun"  # a stand-in for Slurm's srun: records its argv, answers with a published ibstat
+    srun.write_text(f'#!/bin/sh\necho "$@" >> {calls}\ncat {IBSTAT}\n')
+    srun.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    bot.services.settings = bot.services.settings.model_copy(update={"node_probe_runner": "srun"})
+    bot.command(f"job {lab.scenario.target}")
+    bot.slack.clear()
+    bot.command("fabric probe")
+    ran = calls.read_text().splitlines()
+    assert [line.split()[:2] for line in ran] == [["-w", "gpu-node-03"], ["-w", "gpu-node-07"]]
+    assert all("--time=1" in line and line.endswith("-- ibstat") for line in ran)
+    last = _thread_posts(bot)[-1]["text"]
+    assert last.startswith("Probe (`ibstat`, 30 s cap per node) on gpu-node-03, gpu-node-07")
+    assert "gpu-node-07 mlx5_10 port 1: Down" in last
+    assert "fabric_probe" in [item.kind for item in bot.services.incidents.timeline("INC-0001")]
