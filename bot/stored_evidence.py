@@ -27,7 +27,7 @@ def observation_from_dict(data: Mapping[str, Any]) -> Observation:
     """One stored observation (its `to_dict` form) back as an Observation."""
     raw_time = str(data.get("observed_at") or "")
     try:
-        observed_at = datetime.fromisoformat(raw_time.replace("Z", "+00:00"))
+        observed_at = datetime.fromisoformat(raw_time)
     except ValueError:
         observed_at = utcnow()
     return Observation(
