@@ -96,7 +96,14 @@ def facts(observations: Iterable[Observation]) -> dict[tuple[str, str], str]:
 
 def compare_snapshots(*, failing: SnapshotReport, healthy: SnapshotReport) -> list[Difference]:
     """Ranked differences between a failing and a healthy snapshot (health signals first)."""
-    bad, good = facts(failing.observations), facts(healthy.observations)
+    return compare_observations(failing=failing.observations, healthy=healthy.observations)
+
+
+def compare_observations(
+    *, failing: Iterable[Observation], healthy: Iterable[Observation]
+) -> list[Difference]:
+    """The same ranked diff from bare observations (e.g. an incident's stored snapshot)."""
+    bad, good = facts(failing), facts(healthy)
     differences = []
     for category, key in sorted(set(bad) | set(good)):
         failing_value, healthy_value = bad.get((category, key), ""), good.get((category, key), "")
