@@ -14,7 +14,7 @@ from slack_sdk import WebClient
 from bot import findings
 from bot.changes import ChangeError
 from bot.incidents import IncidentError
-from bot.job_kinds import SNOOZE_ACTION_ID, JobKind
+from bot.job_kinds import SNOOZE_ACTION_ID, JobKind, ensure_daily_prune
 from bot.ownership import PermissionRefused
 from handlers import blocks, records_views
 from handlers.commands import UsageError
@@ -46,6 +46,7 @@ def install(
     )
     services.extra_registrations.append(lambda app, svc: register(app, svc, area))
     services.scheduler = area.scheduler
+    ensure_daily_prune(store=area.jobs, now=clock())  # housekeeping of the exactly-once table
     if services.settings.scheduler_enabled:
         area.scheduler.start()
     return area

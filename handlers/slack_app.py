@@ -15,7 +15,7 @@ from slack_sdk.http_retry.builtin_handlers import (
 )
 
 from bot.config import Settings
-from handlers import commands, findings_post, incident_subcommands
+from handlers import commands, findings_post, incident_subcommands, interactions
 from handlers.services import Services, WorkTracker
 
 __all__ = ["BOT_SCOPES", "Services", "WorkTracker", "build_app", "make_web_client"]
@@ -71,6 +71,7 @@ def build_app(*, settings: Settings, services: Services, client: WebClient | Non
         context["received_at"] = time.monotonic()
         return next()
 
+    interactions.register(app, services)  # a double-clicked button acts once
     for subcommand in incident_subcommands.default_subcommands():
         services.subcommands.setdefault(subcommand.name, subcommand)
     for register in services.extra_registrations:
