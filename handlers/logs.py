@@ -7,6 +7,7 @@ contextvars) rides on every line logged in that thread or task, stdlib loggers i
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +21,8 @@ _SHARED: list[Any] = [
     structlog.stdlib.add_logger_name,
     structlog.processors.TimeStamper(fmt="iso", utc=True),
 ]
+_INCIDENT_KEY = re.compile(r"^INC-\d{1,9}$")
+
 # stdlib records also carry their `extra={...}` fields into the JSON line.
 _FOREIGN: list[Any] = [*_SHARED, structlog.stdlib.ExtraAdder()]
 
@@ -73,3 +76,18 @@ def bound(**values: Any) -> Iterator[None]:
     finally:
         if not had_incident:  # a key bound inside the block must not leak to the pool thread's next task
             structlog.contextvars.unbind_contextvars("incident")
+
+
+def action_context(body: dict[str, Any]) -> dict[str, str]:
+    """What to bind for a button or menu: who clicked what (and which incident, when the value names one)."""
+    actions = body.get("actions") or [{}]
+    action = actions[0] if isinstance(actions[0], dict) else {}
+    context = {
+        "slack_user": str((body.get("user") or {}).get("id", "")),
+        "action_id": str(action.get("action_id", "")),
+        "request_id": str(action.get("action_ts", "")),
+    }
+    value = str(action.get("value", ""))
+    if _INCIDENT_KEY.match(value):
+        context["incident"] = value
+    return context
