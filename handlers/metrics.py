@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -9,6 +10,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+log = logging.getLogger(__name__)
 
 ACK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0)
 SNAPSHOT_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0, 120.0)
@@ -97,6 +100,14 @@ class BotMetrics:
         def observed(**kwargs: Any) -> Any:
             report = diagnoser(**kwargs)
             self.observe_snapshot(report)
+            log.info(
+                "snapshot taken",
+                extra={
+                    "elapsed_ms": report.elapsed_ms,
+                    "findings": len(report.findings),
+                    "verdict_layer": getattr(report.verdict.layer, "value", None),
+                },
+            )
             return report
 
         return observed

@@ -140,6 +140,8 @@ def test_every_log_line_is_json_and_lines_about_the_incident_carry_its_key(
     assert handled["incident"] == "INC-0001"
     assert handled["subcommand"] == "job" and handled["slack_user"] == "U0ALICE"
     assert handled["request_id"].startswith("cmd:") and handled["outcome"] == "ok"
+    taken = next(record for record in records if record["event"] == "snapshot taken")
+    assert taken["incident"] == "INC-0001" and taken["findings"] >= 1  # logged from the lazy worker thread
     about_it = [record for record in records if "INC-0001" in json.dumps(record)]
     assert about_it and all(record.get("incident") == "INC-0001" for record in about_it)
 
