@@ -21,6 +21,14 @@ from handlers.slack_app import build_app
 from tests.support.slack import BotUnderTest, make_services
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def bot_database_url(request: pytest.FixtureRequest, tmp_path) -> str:
+    """Each click test runs on SQLite and, when available, on PostgreSQL (the claim is a unique row)."""
+    if request.param == "postgres":
+        return request.getfixturevalue("postgres_url")
+    return f"sqlite:///{tmp_path / 'clicks.db'}"
+
+
 def _click(
     bot: BotUnderTest,
     *,
