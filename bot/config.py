@@ -64,6 +64,9 @@ class Settings(BaseSettings):
     # Scheduling
     scheduler_enabled: bool = Field(default=True, alias="TRIAGE_SCHEDULER_ENABLED")
     scheduler_poll_seconds: float = Field(default=5.0, gt=0, alias="TRIAGE_SCHEDULER_POLL_SECONDS")
+    # On SIGTERM, how long in-flight snapshots may finish before they are recorded as interrupted
+    # (below Kubernetes' terminationGracePeriodSeconds; the chart sets it from that value).
+    shutdown_grace_seconds: float = Field(default=25.0, ge=0, alias="TRIAGE_SHUTDOWN_GRACE_SECONDS")
 
     bounds: SnapshotBounds = Field(default_factory=SnapshotBounds)
 

@@ -331,17 +331,34 @@ class IncidentService:
         """At startup: snapshots that were running when this instance last stopped (or that no
         replica finished within `stale_after`) are marked interrupted on their incident's timeline."""
         now = self.clock()
+
+        def abandoned(started: Any) -> bool:
+            data = started.data or {}
+            restarted = data.get("instance") == instance_id and data.get("boot") != self.boot_id
+            return restarted or now - started.at >= stale_after  # else another replica may still be taking it
+
+        return self._mark_interrupted(abandoned)
+
+    def interrupt_running_snapshots(self, *, instance_id: str) -> list[str]:
+        """At shutdown, after the grace period: snapshots this very process is still taking are marked
+        interrupted now, so nothing is left looking like it is running."""
+
+        def ours(started: Any) -> bool:
+            data = started.data or {}
+            return data.get("instance") == instance_id and data.get("boot") == self.boot_id
+
+        return self._mark_interrupted(ours)
+
+    def _mark_interrupted(self, should_mark: Callable[[Any], bool]) -> list[str]:
+        """Open incidents whose last snapshot entry is a start that `should_mark` accepts get an
+        interrupted entry; returns their keys."""
         interrupted: list[str] = []
         with session_scope(self.engine) as session:
             for incident in incident_repo.all_open(session):
                 entries = incident_repo.timeline(session, incident_id=incident.id)
                 last = next((item for item in reversed(entries) if item.kind in SNAPSHOT_KINDS), None)
-                if last is None or last.kind != SNAPSHOT_STARTED:
+                if last is None or last.kind != SNAPSHOT_STARTED or not should_mark(last):
                     continue
-                data = last.data or {}
-                restarted = data.get("instance") == instance_id and data.get("boot") != self.boot_id
-                if not restarted and now - last.at < stale_after:
-                    continue  # another replica may still be taking it
                 self._entry(
                     session,
                     incident,

@@ -21,6 +21,7 @@ class JobKind(enum.StrEnum):
     VALIDATION_WINDOW = "validation_window"
     PREVENTION_FOLLOWUP = "prevention_followup"
     WEEKLY_DIGEST = "weekly_digest"
+    PRUNE_PROCESSED_REQUESTS = "prune_processed_requests"
 
 
 # How often the thread is nudged for an update, by incident severity (names from both common scales).
@@ -37,6 +38,9 @@ UPDATE_INTERVALS: Mapping[str, timedelta] = {
 DEFAULT_UPDATE_INTERVAL = timedelta(hours=1)
 VALIDATION_OFFSETS: tuple[timedelta, ...] = (timedelta(minutes=15), timedelta(minutes=60))
 DIGEST_PERIOD = timedelta(days=7)
+# Request fingerprints outlive Slack's retry window (minutes) by far; older ones are pruned daily.
+PROCESSED_REQUEST_RETENTION = timedelta(days=1)
+PRUNE_PERIOD = timedelta(days=1)
 SNOOZE_ACTION_ID = "triage_snooze_reminder"
 CLOSED_STATUSES = frozenset({"resolved", "closed"})
 
@@ -175,6 +179,14 @@ def ensure_weekly_digest(*, store: JobStore, channel: str, now: datetime) -> int
     )
 
 
+def ensure_daily_prune(*, store: JobStore, now: datetime, due_at: datetime | None = None) -> int | None:
+    """Queue the idempotency table's housekeeping for `due_at` (default now) unless that day's is queued."""
+    when = due_at or now
+    return store.enqueue(
+        kind=JobKind.PRUNE_PROCESSED_REQUESTS, due_at=when, dedupe_key=f"prune:{when.date().isoformat()}"
+    )
+
+
 def build_handlers(
     *,
     notifier: Notifier,
@@ -182,6 +194,7 @@ def build_handlers(
     revalidator: Revalidator,
     prevention: PreventionService,
     change_lookup: Callable[[int], ChangeView],
+    prune_requests: Callable[..., int] | None = None,
 ) -> dict[str, JobHandler]:
     """The handler per job kind, closed over what they need."""
 
@@ -308,7 +321,14 @@ def build_handlers(
         ensure_weekly_digest(store=context.store, channel=channel, now=context.now)
         return {"overdue": len(lines)}
 
+    def prune_processed_requests(context: JobContext) -> dict[str, Any] | None:
+        """Keep the exactly-once table bounded: forget fingerprints past the retention, then queue tomorrow's."""
+        pruned = 0 if prune_requests is None else prune_requests(older_than=context.now - PROCESSED_REQUEST_RETENTION)
+        ensure_daily_prune(store=context.store, now=context.now, due_at=context.now + PRUNE_PERIOD)
+        return {"pruned": pruned}
+
     return {
+        JobKind.PRUNE_PROCESSED_REQUESTS.value: prune_processed_requests,
         JobKind.UPDATE_REMINDER.value: update_reminder,
         JobKind.VALIDATION_WINDOW.value: validation_window,
         JobKind.PREVENTION_FOLLOWUP.value: prevention_followup,

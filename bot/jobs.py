@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import sqlalchemy
+import structlog
 from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
 from sqlmodel import Session, select
 
@@ -322,8 +323,10 @@ class JobRunner:
         max_attempts: int = 5,
         retry_after: timedelta = timedelta(minutes=1),
         lease: timedelta = timedelta(minutes=10),
+        on_run: Callable[..., None] | None = None,
     ) -> None:
-        """`handlers` maps a job kind to a callable taking a JobContext."""
+        """`handlers` maps a job kind to a callable taking a JobContext; `on_run(kind=, outcome=)` is told
+        of every run (metrics live at the edge)."""
         self._store = store
         self._handlers = dict(handlers)
         self._instance_id = instance_id
@@ -331,6 +334,7 @@ class JobRunner:
         self._max_attempts = max_attempts
         self._retry_after = retry_after
         self._lease = lease
+        self._on_run = on_run
 
     @property
     def instance_id(self) -> str:
@@ -351,23 +355,43 @@ class JobRunner:
                     retry_at=None,
                 )
                 failed += 1
+                self._observe(kind=job.kind, outcome="no_handler")
                 continue
-            try:
-                result = handler(JobContext(job=job, store=self._store, now=self._store.clock()))
-            except Exception as error:
-                log.exception("scheduled job %s (%s) failed", job.id, job.kind)
-                give_up = job.attempts >= self._max_attempts
-                self._store.fail(
-                    job_id=job.id,
-                    instance_id=self._instance_id,
-                    error=f"{type(error).__name__}: {error}",
-                    retry_at=None if give_up else self._store.clock() + self._retry_after * job.attempts,
-                )
-                failed += 1
-                continue
-            self._store.finish(job_id=job.id, instance_id=self._instance_id, result=result)
-            ran += 1
+            with structlog.contextvars.bound_contextvars(
+                job_id=job.id, job_kind=job.kind, **({"incident": job.incident_key} if job.incident_key else {})
+            ):
+                if self._run_one(job=job, handler=handler):
+                    ran += 1
+                else:
+                    failed += 1
         return RunSummary(ran=ran, failed=failed)
+
+    def _observe(self, *, kind: str, outcome: str) -> None:
+        if self._on_run is not None:
+            try:
+                self._on_run(kind=kind, outcome=outcome)
+            except Exception:
+                log.warning("job observer failed", exc_info=True)
+
+    def _run_one(self, *, job: JobView, handler: JobHandler) -> bool:
+        """Run one claimed job; True when it finished, False when it failed (and was rescheduled or dropped)."""
+        try:
+            result = handler(JobContext(job=job, store=self._store, now=self._store.clock()))
+        except Exception as error:
+            log.exception("scheduled job %s (%s) failed", job.id, job.kind)
+            give_up = job.attempts >= self._max_attempts
+            self._store.fail(
+                job_id=job.id,
+                instance_id=self._instance_id,
+                error=f"{type(error).__name__}: {error}",
+                retry_at=None if give_up else self._store.clock() + self._retry_after * job.attempts,
+            )
+            self._observe(kind=job.kind, outcome="failed")
+            return False
+        self._store.finish(job_id=job.id, instance_id=self._instance_id, result=result)
+        log.info("scheduled job %s (%s) ran", job.id, job.kind)
+        self._observe(kind=job.kind, outcome="ok")
+        return True
 
 
 class JobScheduler:

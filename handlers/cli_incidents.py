@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from bot.report import Diagnoser
+    from handlers.services import Services
 
 DEFAULT_DEMO_DIR = Path("triage-demo")
 
@@ -97,12 +100,14 @@ def _serve(*, port: int | None, host: str, migrate: bool) -> None:
 
     from bot.config import load_settings
     from bot.incidents import IncidentService
+    from handlers import logs, shutdown
     from handlers import server as http_server
+    from handlers.metrics import BotMetrics
     from handlers.services import Services
     from handlers.slack_app import build_app
     from storage import db
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logs.configure()  # JSON lines on stderr, for our loggers and every library's
     settings = load_settings()
     socket_mode = bool(settings.slack_app_token)
     if not settings.slack_bot_token or not (socket_mode or settings.slack_signing_secret):
@@ -114,8 +119,12 @@ def _serve(*, port: int | None, host: str, migrate: bool) -> None:
         raise typer.Exit(code=2)
     if migrate:
         db.upgrade(url=settings.database_url)
+    metrics = BotMetrics()
     diagnoser = _production_diagnoser()
+    if diagnoser is not None:
+        diagnoser = metrics.observing(diagnoser)  # snapshot duration and collector outcomes on /metrics
     services = Services(
+        metrics=metrics,
         settings=settings,
         incidents=IncidentService(
             engine=db.make_engine(url=settings.database_url),
@@ -143,13 +152,21 @@ def _serve(*, port: int | None, host: str, migrate: bool) -> None:
     wsgi = http_server.make_wsgi_app(app=app, services=services)
     bind_port = port if port is not None else settings.port
     server = http_server.create_server(wsgi_app=wsgi, host=host, port=bind_port)
+    stop = shutdown.stop_event_on_signals()
+    serving = threading.Thread(target=server.run, name="triage-bot-http", daemon=True)
+    serving.start()
+
+    def close_http() -> None:
+        server.trigger.pull_trigger(server.close)
+        serving.join(timeout=5)
+
     if socket_mode:
         from slack_bolt.adapter.socket_mode import SocketModeHandler
 
-        threading.Thread(target=server.run, name="triage-bot-http", daemon=True).start()
         typer.echo(f"Socket Mode; health and metrics on http://{host}:{server.effective_port}")
+        handler = SocketModeHandler(app, settings.slack_app_token)
         try:
-            SocketModeHandler(app, settings.slack_app_token).start()
+            handler.connect()
         except SlackApiError as error:
             typer.echo(
                 f"Slack refused SLACK_APP_TOKEN for Socket Mode ({error.response.get('error')}). Generate an "
@@ -157,8 +174,32 @@ def _serve(*, port: int | None, host: str, migrate: bool) -> None:
                 err=True,
             )
             raise typer.Exit(code=2) from None
+
+        def close_all() -> None:
+            handler.close()
+            close_http()
+
+        _wait_then_drain(services=services, stop=stop, stop_accepting=close_all)
         return
     typer.echo(
         f"HTTP mode: Slack request URL path {http_server.EVENTS_PATH} on http://{host}:{server.effective_port}"
     )
-    server.run()
+    _wait_then_drain(services=services, stop=stop, stop_accepting=close_http)
+
+
+def _wait_then_drain(*, services: Services, stop: threading.Event, stop_accepting: Callable[[], None]) -> None:
+    """Serve until SIGTERM/SIGINT, drain within the grace period, then exit 0 at once: a snapshot still
+    running in a worker thread is already recorded as interrupted and must not hold the process."""
+    import os
+    import sys
+
+    from handlers import shutdown
+
+    stop.wait()
+    shutdown.drain(
+        services=services, stop_accepting=stop_accepting, grace_seconds=services.settings.shutdown_grace_seconds
+    )
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

@@ -25,7 +25,7 @@ from slack_sdk.errors import SlackApiError
 from bot.incidents import IncidentError, IncidentView
 from bot.report import SnapshotReport
 from bot.targets import InvalidTarget
-from handlers import blocks
+from handlers import blocks, logs
 from handlers.services import Services
 from storage import db
 
@@ -79,8 +79,11 @@ class CommandContext:
         """An explicit `INC-0042` first word, else the channel's open incident; plus the remaining text."""
         first, _, remainder = self.rest.strip().partition(" ")
         if INCIDENT_KEY.match(first):
-            return self.services.incidents.get(incident_key=first.upper()), remainder.strip()
-        return self.services.incidents.open_in_channel(channel_id=self.channel_id), self.rest.strip()
+            incident, rest = self.services.incidents.get(incident_key=first.upper()), remainder.strip()
+        else:
+            incident, rest = self.services.incidents.open_in_channel(channel_id=self.channel_id), self.rest.strip()
+        logs.bind_incident(incident.key)
+        return incident, rest
 
     def reply_ephemeral(self, text: str, *, blocks_: Sequence[blocks.Block] | None = None) -> None:
         """A message only the caller sees."""
@@ -94,6 +97,7 @@ class CommandContext:
     ) -> str:
         """A reply in the incident's thread (or the channel, before a root message exists); returns its ts."""
         kwargs: dict[str, Any] = {"channel": incident.channel_id, "text": text}
+        logs.bind_incident(incident.key)
         if incident.key not in self.touched:
             self.touched.append(incident.key)
         if incident.thread_ts:
@@ -230,11 +234,17 @@ def _execute(
         trigger_id=str(body.get("trigger_id", "")),
         respond=respond,
     )
+    fingerprint = request_fingerprint(body)
+    with logs.bound(subcommand=subcommand.name, slack_user=ctx.user_id, request_id=fingerprint):
+        _execute_bound(services=services, subcommand=subcommand, ctx=ctx, fingerprint=fingerprint)
+
+
+def _execute_bound(
+    *, services: Services, subcommand: Subcommand, ctx: CommandContext, fingerprint: str
+) -> None:
     outcome = "ok"
     try:
-        if not services.incidents.claim_request(
-            fingerprint=request_fingerprint(body), kind=f"command:{subcommand.name}"
-        ):
+        if not services.incidents.claim_request(fingerprint=fingerprint, kind=f"command:{subcommand.name}"):
             outcome = "duplicate"
             return
         subcommand.run(ctx)
@@ -273,6 +283,7 @@ def _execute(
         )
     finally:
         services.metrics.count(subcommand=subcommand.name, outcome=outcome)
+        log.info("/triage %s handled: %s", subcommand.name, outcome, extra={"outcome": outcome})
 
 
 # Slack errors that mean "the bot is not in this conversation": the fix is an invite, not a retry.

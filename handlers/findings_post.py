@@ -10,7 +10,7 @@ from slack_sdk import WebClient
 
 from bot.incidents import IncidentError, IncidentView
 from bot.report import SnapshotReport, SnapshotUnavailable
-from handlers import blocks, findings_blocks
+from handlers import blocks, findings_blocks, logs
 from handlers.services import Services
 
 log = logging.getLogger(__name__)
@@ -53,6 +53,10 @@ def register(app: App, services: Services) -> None:
         ack()
 
     def rerun(body: dict[str, Any], client: WebClient) -> None:
+        with logs.bound(**logs.action_context(body)):
+            _rerun(body, client)
+
+    def _rerun(body: dict[str, Any], client: WebClient) -> None:
         user = (body.get("user") or {}).get("id", "")
         key = str(body["actions"][0].get("value", ""))
         try:

@@ -12,7 +12,7 @@ from bot import incidents as lifecycle
 from bot.incidents import IncidentError, IncidentView
 from bot.report import SnapshotUnavailable
 from bot.targets import ACCEPTED_FORMS, InvalidTarget, parse_target
-from handlers import blocks, findings_post
+from handlers import blocks, findings_post, logs
 from handlers.commands import (
     INCIDENT_KEY,
     NOT_IN_CHANNEL_ERRORS,
@@ -47,6 +47,7 @@ def _run_job(ctx: CommandContext) -> None:
     )
     incident = result.incident
     ctx.touched.append(incident.key)
+    logs.bind_incident(incident.key)
     if not result.created and incident.thread_ts:
         where = _permalink(ctx.client, incident) or f"the thread in <#{incident.channel_id}>"
         ctx.reply_ephemeral(

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+log = logging.getLogger(__name__)
+
 ACK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0)
+SNAPSHOT_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0, 120.0)
 
 
 class _OpenIncidents(Collector):
@@ -32,7 +37,8 @@ class _OpenIncidents(Collector):
 
 
 class BotMetrics:
-    """Commands by name and outcome, ack latency, open incidents by severity."""
+    """Commands by name and outcome, ack latency, snapshot duration and collector outcomes, scheduler
+    job runs, open incidents by severity."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
@@ -48,6 +54,24 @@ class BotMetrics:
             buckets=ACK_BUCKETS,
             registry=self.registry,
         )
+        self.snapshot_duration = Histogram(
+            "triage_snapshot_duration_seconds",
+            "Wall time of one diagnostic snapshot, as its report states.",
+            buckets=SNAPSHOT_BUCKETS,
+            registry=self.registry,
+        )
+        self.collector_outcomes = Counter(
+            "triage_collector_outcomes",
+            "Collector runs inside snapshots, by collector name and outcome.",
+            ["collector", "outcome"],
+            registry=self.registry,
+        )
+        self.job_runs = Counter(
+            "triage_scheduler_job_runs",
+            "Durable scheduled jobs run, by kind and outcome.",
+            ["kind", "outcome"],
+            registry=self.registry,
+        )
         self._open_source: Callable[[], dict[str, int]] | None = None
         self._lock = threading.Lock()
 
@@ -61,3 +85,33 @@ class BotMetrics:
     def count(self, *, subcommand: str, outcome: str) -> None:
         """One handled subcommand."""
         self.commands.labels(subcommand=subcommand, outcome=outcome).inc()
+
+    def observe_snapshot(self, report: Any) -> None:
+        """Duration and per-collector outcomes of one SnapshotReport (observed at the edge, so `bot`
+        stays free of prometheus)."""
+        self.snapshot_duration.observe(max(0, int(report.elapsed_ms)) / 1000)
+        for collector in report.collectors:
+            outcome = getattr(collector.outcome, "value", collector.outcome)
+            self.collector_outcomes.labels(collector=collector.name, outcome=str(outcome)).inc()
+
+    def observing(self, diagnoser: Callable[..., Any]) -> Callable[..., Any]:
+        """The same diagnoser, recording every report it returns (commands, buttons, revalidations)."""
+
+        def observed(**kwargs: Any) -> Any:
+            report = diagnoser(**kwargs)
+            self.observe_snapshot(report)
+            log.info(
+                "snapshot taken",
+                extra={
+                    "elapsed_ms": report.elapsed_ms,
+                    "findings": len(report.findings),
+                    "verdict_layer": getattr(report.verdict.layer, "value", None),
+                },
+            )
+            return report
+
+        return observed
+
+    def count_job(self, *, kind: str, outcome: str) -> None:
+        """One scheduled job run (the JobRunner's observer)."""
+        self.job_runs.labels(kind=kind, outcome=outcome).inc()

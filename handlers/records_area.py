@@ -114,9 +114,14 @@ def build_area(
         revalidator=SnapshotRevalidator(incidents=services.incidents, settings=services.settings),
         prevention=prevention,
         change_lookup=lambda change_id: changes.get(change_id=change_id),
+        prune_requests=services.incidents.prune_processed_requests,
     )
+    metrics = getattr(services, "metrics", None)
     runner = JobRunner(
-        store=jobs, handlers=handlers, instance_id=services.settings.instance_id or default_instance_id()
+        store=jobs,
+        handlers=handlers,
+        instance_id=services.settings.instance_id or default_instance_id(),
+        on_run=None if metrics is None else metrics.count_job,
     )
     scheduler = JobScheduler(runner=runner, poll_seconds=services.settings.scheduler_poll_seconds)
     return RecordsArea(

@@ -14,9 +14,9 @@ from slack_sdk import WebClient
 from bot import findings
 from bot.changes import ChangeError
 from bot.incidents import IncidentError
-from bot.job_kinds import SNOOZE_ACTION_ID, JobKind
+from bot.job_kinds import SNOOZE_ACTION_ID, JobKind, ensure_daily_prune
 from bot.ownership import PermissionRefused
-from handlers import blocks, records_views
+from handlers import blocks, logs, records_views
 from handlers.commands import UsageError
 from handlers.records_area import RecordsArea, build_area
 from handlers.records_commands import subcommands
@@ -46,6 +46,7 @@ def install(
     )
     services.extra_registrations.append(lambda app, svc: register(app, svc, area))
     services.scheduler = area.scheduler
+    ensure_daily_prune(store=area.jobs, now=clock())  # housekeeping of the exactly-once table
     if services.settings.scheduler_enabled:
         area.scheduler.start()
     return area
@@ -64,20 +65,21 @@ def register(app: App, services: Services, area: RecordsArea) -> None:
             channel = (body.get("channel") or {}).get("id", "") or (body.get("container") or {}).get(
                 "channel_id", ""
             )
-            try:
-                work(body, client)
-            except (ChangeError, IncidentError, PermissionRefused, UsageError, ValueError) as error:
-                ephemeral(client, channel=channel or user, user=user, text=str(error))
-            except Exception:
-                log.exception("records action failed")
-                ephemeral(
-                    client,
-                    channel=channel or user,
-                    user=user,
-                    text="That action failed; nothing was half-saved. Try again.",
-                )
-            finally:
-                services.work.end()
+            with logs.bound(**logs.action_context(body)):
+                try:
+                    work(body, client)
+                except (ChangeError, IncidentError, PermissionRefused, UsageError, ValueError) as error:
+                    ephemeral(client, channel=channel or user, user=user, text=str(error))
+                except Exception:
+                    log.exception("records action failed")
+                    ephemeral(
+                        client,
+                        channel=channel or user,
+                        user=user,
+                        text="That action failed; nothing was half-saved. Try again.",
+                    )
+                finally:
+                    services.work.end()
 
         return run
 

@@ -15,7 +15,7 @@ from slack_sdk.http_retry.builtin_handlers import (
 )
 
 from bot.config import Settings
-from handlers import commands, compare_slack, findings_post, incident_subcommands
+from handlers import commands, compare_slack, findings_post, incident_subcommands, interactions
 from handlers.services import Services, WorkTracker
 
 __all__ = ["BOT_SCOPES", "Services", "WorkTracker", "build_app", "make_web_client"]
@@ -73,6 +73,7 @@ def build_app(*, settings: Settings, services: Services, client: WebClient | Non
 
     for subcommand in compare_slack.subcommands():  # issue 3's compare (also on `job`) and issue 4's fabric
         services.subcommands.setdefault(subcommand.name, subcommand)
+    interactions.register(app, services)  # a double-clicked button acts once
     for subcommand in incident_subcommands.default_subcommands():
         services.subcommands.setdefault(subcommand.name, subcommand)
     for register in services.extra_registrations:
