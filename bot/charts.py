@@ -4,12 +4,6 @@ from __future__ import annotations
 
 import io
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless: the bot runs without a display
-
-from matplotlib.figure import Figure
-
 from bot.changes import ChangeView, window_shows_benefit
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -34,6 +28,9 @@ def change_chart_png(*, change: ChangeView) -> bytes:
     unit = change.measurements[0].unit
     baseline = change.measurements[-1].baseline
     threshold = change.measurements[-1].threshold
+
+    # Imported here: matplotlib costs ~0.5 s to import, and most commands never draw a chart.
+    from matplotlib.figure import Figure
 
     figure = Figure(figsize=(6.4, 3.6), dpi=100)  # a Figure, not pyplot: no global state across threads
     axes = figure.add_subplot()
