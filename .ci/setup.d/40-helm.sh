@@ -23,6 +23,8 @@ fi
 if [ -x "$_triage_tools/bin/helm" ] && [ -x "$_triage_tools/bin/kubectl" ]; then
   export TRIAGE_HELM="$_triage_tools/bin/helm"
   export TRIAGE_KUBECTL="$_triage_tools/bin/kubectl"
+  # A machine without its own kubectl (the lab's kubectl tests need one) uses this one.
+  command -v kubectl >/dev/null 2>&1 || export PATH="$_triage_tools/bin:$PATH"
   echo "helm: $("$TRIAGE_HELM" version --short 2>/dev/null || echo broken)  kubectl: $("$TRIAGE_KUBECTL" version --client 2>/dev/null | sed -n 1p || echo broken)"
 fi
 unset _triage_tools
