@@ -132,6 +132,22 @@ def _yes(text: str | None) -> bool | None:
     return text.strip().lower() in {"yes", "true", "1"}
 
 
+# Driver >= 525 on Hopper reports sram_*/dram_* counters; older drivers single_bit/double_bit totals.
+_UNCORRECTABLE_COUNTERS = (
+    "dram_uncorrectable",
+    "sram_uncorrectable",
+    "sram_uncorrectable_parity",
+    "sram_uncorrectable_secded",
+    "double_bit/total",
+)
+_CORRECTABLE_COUNTERS = ("dram_correctable", "sram_correctable", "single_bit/total")
+
+
+def _ecc_total(ecc: ElementTree.Element, *, scope: str, counters: tuple[str, ...]) -> int | None:
+    """Sum the ECC counters of one scope (volatile or aggregate) that this driver reports."""
+    return _sum([_count(_find_text(ecc, f"{scope}/{name}")) for name in counters])
+
+
 def _sum(values: list[int | None]) -> int | None:
     known = [value for value in values if value is not None]
     return sum(known) if known else None
@@ -150,37 +166,9 @@ def parse_nvidia_smi_xml(text: str) -> SmiReport:
         ecc = gpu.find("ecc_errors")
         volatile_unc = volatile_cor = aggregate_unc = None
         if ecc is not None:
-            # Driver >= 525 on Hopper: sram_*/dram_* counters; older: single_bit/double_bit totals.
-            volatile_unc = _sum(
-                [
-                    _count(_find_text(ecc, f"volatile/{name}"))
-                    for name in (
-                        "dram_uncorrectable",
-                        "sram_uncorrectable",
-                        "sram_uncorrectable_parity",
-                        "sram_uncorrectable_secded",
-                        "double_bit/total",
-                    )
-                ]
-            )
-            volatile_cor = _sum(
-                [
-                    _count(_find_text(ecc, f"volatile/{name}"))
-                    for name in ("dram_correctable", "sram_correctable", "single_bit/total")
-                ]
-            )
-            aggregate_unc = _sum(
-                [
-                    _count(_find_text(ecc, f"aggregate/{name}"))
-                    for name in (
-                        "dram_uncorrectable",
-                        "sram_uncorrectable",
-                        "sram_uncorrectable_parity",
-                        "sram_uncorrectable_secded",
-                        "double_bit/total",
-                    )
-                ]
-            )
+            volatile_unc = _ecc_total(ecc, scope="volatile", counters=_UNCORRECTABLE_COUNTERS)
+            volatile_cor = _ecc_total(ecc, scope="volatile", counters=_CORRECTABLE_COUNTERS)
+            aggregate_unc = _ecc_total(ecc, scope="aggregate", counters=_UNCORRECTABLE_COUNTERS)
         clock_root = gpu.find("clocks_event_reasons")
         if clock_root is None:
             clock_root = gpu.find("clocks_throttle_reasons")
