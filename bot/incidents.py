@@ -36,6 +36,7 @@ MULTI_HOLDER_ROLES = frozenset({"owner", "observer"})
 MAX_NOTE_CHARS = 3000
 BOT_ACTOR = "triage-bot"
 OPEN_ATTEMPTS = 5
+SEVERITIES = tuple(item.value for item in findings.Severity)
 SNAPSHOT_STARTED = "snapshot_started"
 SNAPSHOT_INTERRUPTED = "snapshot_interrupted"
 SNAPSHOT_KINDS = frozenset({SNAPSHOT_STARTED, "snapshot", "snapshot_failed", SNAPSHOT_INTERRUPTED})
@@ -231,6 +232,52 @@ class IncidentService:
                 data={"from": previous, "to": wanted},
             )
             return self._view(session, incident)
+
+    def set_severity(self, *, incident_key: str, severity: str, actor: str) -> IncidentView:
+        """Change the severity by hand (it sets the update-reminder interval)."""
+        wanted = severity.strip().lower()
+        if wanted not in SEVERITIES:
+            raise IncidentError(f"`{wanted[:20]}` is not a severity. Use one of: {', '.join(SEVERITIES)}.")
+        with session_scope(self.engine) as session:
+            incident = self._get(session, incident_key)
+            previous = incident.severity or "unknown"
+            incident.severity = wanted
+            incident.updated_at = self.clock()
+            session.add(incident)
+            self._entry(
+                session,
+                incident,
+                actor=actor,
+                kind="severity",
+                text=f"Severity {previous} -> {wanted}",
+                data={"from": previous, "to": wanted},
+            )
+            return self._view(session, incident)
+
+    def reopen(self, *, incident_key: str, actor: str) -> IncidentView:
+        """Bring a resolved incident back to investigating, unless its workload has another open one."""
+        try:
+            with session_scope(self.engine) as session:
+                incident = self._get(session, incident_key)
+                if incident.status != "resolved":
+                    raise IncidentError(f"{incident.key} is {incident.status}, not resolved; nothing to reopen.")
+                incident.status = "investigating"
+                incident.resolved_at = None
+                incident.updated_at = self.clock()
+                session.add(incident)
+                self._entry(
+                    session,
+                    incident,
+                    actor=actor,
+                    kind="status",
+                    text="Status resolved -> investigating (reopened)",
+                    data={"from": "resolved", "to": "investigating"},
+                )
+        except IntegrityError:
+            raise IncidentError(
+                f"{incident_key} cannot be reopened: its workload already has another open incident."
+            ) from None
+        return self.get(incident_key=incident_key)
 
     def assign(self, *, incident_key: str, user_id: str, role: str, actor: str) -> IncidentView:
         """Give `user_id` a role; single-holder roles (commander, scribe, owner:<layer>) move."""

@@ -22,8 +22,6 @@ from bot.records import IncidentData, RoleEntry, TimelineItem
 from storage import incident_repo
 from storage.tables_incidents import Incident, RoleAssignment, TimelineEntry
 
-SEVERITIES = tuple(item.value for item in findings.Severity)
-
 
 def timeline_sink(*, clock: Callable[[], datetime] = findings.utcnow) -> Callable[..., None]:
     """An `on_event` for ChangeService/PreventionService: one timeline entry in the caller's transaction."""
@@ -168,68 +166,6 @@ class SnapshotRevalidator:
             taken_at=report.taken_at,
             target=report.target,
         )
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class LifecycleStep:
-    """An incident after a commander-only step."""
-
-    incident: IncidentView
-    previous: str
-
-
-def set_severity(
-    *, incidents: IncidentService, incident_key: str, severity: str, actor: str
-) -> LifecycleStep:
-    """Change the incident's severity (it sets the reminder interval)."""
-    wanted = severity.strip().lower()
-    if wanted not in SEVERITIES:
-        raise IncidentError(f"`{wanted[:20]}` is not a severity. Use one of: {', '.join(SEVERITIES)}.")
-    with Session(incidents.engine) as session, session.begin():
-        incident = _incident(session, incident_key)
-        previous = incident.severity or "unknown"
-        incident.severity = wanted
-        incident.updated_at = incidents.clock()
-        session.add(incident)
-        session.add(
-            TimelineEntry(
-                incident_id=_stored_id(incident),
-                at=incidents.clock(),
-                actor=actor,
-                kind="severity",
-                text=f"Severity {previous} -> {wanted}",
-                data={"from": previous, "to": wanted},
-            )
-        )
-    return LifecycleStep(incident=incidents.get(incident_key=incident_key), previous=previous)
-
-
-def reopen(*, incidents: IncidentService, incident_key: str, actor: str) -> LifecycleStep:
-    """Bring a resolved incident back to investigating (unless its workload has another open one)."""
-    try:
-        with Session(incidents.engine) as session, session.begin():
-            incident = _incident(session, incident_key)
-            if incident.status != "resolved":
-                raise IncidentError(f"{incident.key} is {incident.status}, not resolved; nothing to reopen.")
-            incident.status = "investigating"
-            incident.resolved_at = None
-            incident.updated_at = incidents.clock()
-            session.add(incident)
-            session.add(
-                TimelineEntry(
-                    incident_id=_stored_id(incident),
-                    at=incidents.clock(),
-                    actor=actor,
-                    kind="status",
-                    text="Status resolved -> investigating (reopened)",
-                    data={"from": "resolved", "to": "investigating"},
-                )
-            )
-    except sqlalchemy.exc.IntegrityError:
-        raise IncidentError(
-            f"{incident_key} cannot be reopened: its workload already has another open incident."
-        ) from None
-    return LifecycleStep(incident=incidents.get(incident_key=incident_key), previous="resolved")
 
 
 def _incident(session: Session, key: str) -> Incident:

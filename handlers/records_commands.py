@@ -17,7 +17,7 @@ from bot.job_kinds import (
 )
 from bot.ownership import PermissionRefused, parse_role
 from bot.prevention import parse_prevent_args
-from bot.record_sources import reopen, set_severity, thread_of
+from bot.record_sources import thread_of
 from handlers import blocks, records_views
 from handlers.commands import INCIDENT_KEY, USER_MENTION, CommandContext, Subcommand, UsageError
 from handlers.incident_subcommands import default_subcommands
@@ -244,10 +244,10 @@ def subcommands(area: RecordsArea) -> list[Subcommand]:
     def run_reopen(ctx: CommandContext) -> None:
         incident, _ = _incident_from_key_or_latest(ctx)
         require_incident_commander(ctx.services, incident, actor=ctx.user_id, action="reopen")
-        step = reopen(incidents=ctx.services.incidents, incident_key=incident.key, actor=ctx.user_id)
-        post(ctx.client, step.incident, text=f"<@{ctx.user_id}> reopened {step.incident.key}.")
-        schedule_update_reminder(store=area.jobs, thread=thread_of(step.incident), now=area.clock())
-        ctx.refresh_root(step.incident)
+        reopened = ctx.services.incidents.reopen(incident_key=incident.key, actor=ctx.user_id)
+        post(ctx.client, reopened, text=f"<@{ctx.user_id}> reopened {reopened.key}.")
+        schedule_update_reminder(store=area.jobs, thread=thread_of(reopened), now=area.clock())
+        ctx.refresh_root(reopened)
 
     def check_severity(rest: str) -> None:
         if not rest.split():
@@ -256,18 +256,18 @@ def subcommands(area: RecordsArea) -> list[Subcommand]:
     def run_severity(ctx: CommandContext) -> None:
         incident, words = _incident_and_words(ctx)
         require_incident_commander(ctx.services, incident, actor=ctx.user_id, action="change the severity of")
-        step = set_severity(
-            incidents=ctx.services.incidents, incident_key=incident.key, severity=words[-1], actor=ctx.user_id
+        updated = ctx.services.incidents.set_severity(
+            incident_key=incident.key, severity=words[-1], actor=ctx.user_id
         )
         area.jobs.cancel(kind=JobKind.UPDATE_REMINDER, incident_key=incident.key)
-        schedule_update_reminder(store=area.jobs, thread=thread_of(step.incident), now=area.clock())
+        schedule_update_reminder(store=area.jobs, thread=thread_of(updated), now=area.clock())
         post(
             ctx.client,
-            step.incident,
+            updated,
             text=f"<@{ctx.user_id}> changed the severity of {incident.key} from "
-            f"{step.previous} to *{step.incident.severity}*; update reminders follow the new interval.",
+            f"{incident.severity or 'unknown'} to *{updated.severity}*; update reminders follow the new interval.",
         )
-        ctx.refresh_root(step.incident)
+        ctx.refresh_root(updated)
 
     def check_prevent(rest: str) -> None:
         words = rest.split(maxsplit=1)

@@ -209,6 +209,31 @@ def test_a_resolved_incident_refuses_further_status_changes(service: IncidentSer
         service.set_status(incident_key=key, status="monitoring", actor="U1")
 
 
+def test_severity_changes_are_validated_and_on_the_timeline(service: IncidentService) -> None:
+    key = service.open_for_target(target=parse_target("ml/t"), channel_id="C1", opened_by="U1").incident.key
+    with pytest.raises(IncidentError, match="critical, high"):
+        service.set_severity(incident_key=key, severity="urgent", actor="U1")
+    assert service.set_severity(incident_key=key, severity="Critical", actor="U1").severity == "critical"
+    (entry,) = [item for item in service.timeline(key) if item.kind == "severity"]
+    assert entry.data["to"] == "critical" and entry.actor == "U1"
+
+
+def test_reopening_brings_a_resolved_incident_back_unless_its_workload_has_another(
+    service: IncidentService,
+) -> None:
+    key = service.open_for_target(target=parse_target("ml/t"), channel_id="C1", opened_by="U1").incident.key
+    with pytest.raises(IncidentError, match="not resolved"):
+        service.reopen(incident_key=key, actor="U1")
+    service.set_status(incident_key=key, status="resolved", actor="U1")
+    reopened = service.reopen(incident_key=key, actor="U1")
+    assert reopened.status == "investigating" and reopened.resolved_at is None
+    service.set_status(incident_key=key, status="resolved", actor="U1")
+    service.open_for_target(target=parse_target("ml/t"), channel_id="C1", opened_by="U2")  # a newer one
+    with pytest.raises(IncidentError, match="another open incident"):
+        service.reopen(incident_key=key, actor="U1")
+    assert service.get(incident_key=key).status == "resolved"
+
+
 def test_assigning_a_commander_replaces_the_previous_one(service: IncidentService) -> None:
     key = service.open_for_target(target=parse_target("ml/t"), channel_id="C1", opened_by="U1").incident.key
     updated = service.assign(incident_key=key, user_id="U2", role="commander", actor="U1")
