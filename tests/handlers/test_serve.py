@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,56 +12,23 @@ import pytest
 import requests
 
 from bot.lab.slack_api import BOT_TOKEN, SlackApiStandIn
-from tests.support.slack import SIGNING_SECRET, sign, slash_body
+from tests.support.serve_process import start_serve
+from tests.support.slack import sign, slash_body
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def served(tmp_path: Path, slack_stand_in: SlackApiStandIn) -> Iterator[str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "PYTHONUNBUFFERED": "1",
-        "SLACK_BOT_TOKEN": BOT_TOKEN,
-        "SLACK_SIGNING_SECRET": SIGNING_SECRET,
-        "SLACK_API_URL": slack_stand_in.base_url,
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'served.db'}",
-        "TRIAGE_SCHEDULER_ENABLED": "false",
-    }
-    env.pop("SLACK_APP_TOKEN", None)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from handlers.cli import main; main()",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-        ],
+    process, url = start_serve(
+        slack_base_url=slack_stand_in.base_url,
+        database_url=f"sqlite:///{tmp_path / 'served.db'}",
         cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
+        extra_env={"TRIAGE_SCHEDULER_ENABLED": "false"},
         stderr=subprocess.DEVNULL,
-        text=True,
     )
-    found: list[str] = []
-
-    def read_banner() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            if "HTTP mode" in line:
-                found.append(line.rsplit("http://", 1)[1].strip())
-                return
-
-    reader = threading.Thread(target=read_banner, daemon=True)
-    reader.start()
-    reader.join(timeout=60)
     try:
-        assert found, "serve did not report its address"
-        yield f"http://{found[0]}"
+        yield url
     finally:
         process.terminate()
         process.wait(timeout=20)

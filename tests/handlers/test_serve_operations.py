@@ -4,10 +4,8 @@ snapshot and scheduler metrics on /metrics, and a SIGTERM that loses nothing."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,9 +15,10 @@ import pytest
 import requests
 
 from bot.incidents import SNAPSHOT_INTERRUPTED, SNAPSHOT_STARTED, IncidentNotFound, IncidentService
-from bot.lab.slack_api import BOT_TOKEN, SlackApiStandIn
+from bot.lab.slack_api import SlackApiStandIn
 from storage import db
-from tests.support.slack import SIGNING_SECRET, sign, slash_body
+from tests.support.serve_process import start_serve
+from tests.support.slack import sign, slash_body
 
 ROOT = Path(__file__).resolve().parents[2]
 # serve with the demo cluster's diagnoser, slowed by TRIAGE_TEST_DIAGNOSER_DELAY seconds (injected latency).
@@ -77,41 +76,19 @@ def launch(tmp_path: Path, slack_stand_in: SlackApiStandIn) -> Iterator[Callable
 
     def start(*, delay: float = 0.0, grace: float = 25.0) -> ServeProcess:
         database_url = f"sqlite:///{tmp_path / f'serve{len(started)}.db'}"
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(ROOT),
-            "PYTHONUNBUFFERED": "1",
-            "SLACK_BOT_TOKEN": BOT_TOKEN,
-            "SLACK_SIGNING_SECRET": SIGNING_SECRET,
-            "SLACK_API_URL": slack_stand_in.base_url,
-            "DATABASE_URL": database_url,
-            "TRIAGE_SCHEDULER_POLL_SECONDS": "0.2",
-            "TRIAGE_SHUTDOWN_GRACE_SECONDS": str(grace),
-            "TRIAGE_TEST_DIAGNOSER_DELAY": str(delay),
-        }
-        env.pop("SLACK_APP_TOKEN", None)
-        process = subprocess.Popen(
-            [sys.executable, "-c", LAUNCH, "serve", "--host", "127.0.0.1", "--port", "0"],
+        process, url = start_serve(
+            slack_base_url=slack_stand_in.base_url,
+            database_url=database_url,
             cwd=tmp_path,
-            env=env,
-            stdout=subprocess.PIPE,
+            extra_env={
+                "TRIAGE_SCHEDULER_POLL_SECONDS": "0.2",
+                "TRIAGE_SHUTDOWN_GRACE_SECONDS": str(grace),
+                "TRIAGE_TEST_DIAGNOSER_DELAY": str(delay),
+            },
+            launch=LAUNCH,
             stderr=subprocess.PIPE,
-            text=True,
         )
-        found: list[str] = []
-        ready = threading.Event()
-
-        def read_stdout() -> None:
-            assert process.stdout is not None
-            for line in process.stdout:
-                if "HTTP mode" in line and not found:
-                    found.append(line.rsplit("http://", 1)[1].strip())
-                    ready.set()
-
-        threading.Thread(target=read_stdout, daemon=True).start()
-        ready.wait(timeout=60)
-        assert found, "serve did not report its address"
-        served = ServeProcess(process=process, url=f"http://{found[0]}", database_url=database_url)
+        served = ServeProcess(process=process, url=url, database_url=database_url)
 
         def read_stderr() -> None:
             assert process.stderr is not None

@@ -21,13 +21,12 @@ import sqlalchemy
 from sqlalchemy.engine import make_url
 
 from bot.incidents import SNAPSHOT_INTERRUPTED, IncidentService
-from bot.lab.slack_api import BOT_TOKEN
 from bot.targets import parse_target
 from storage import db
 from tests.hardening.conftest import FaultySlackApi, running_bot
 from tests.hardening.tcp_proxy import TcpProxy
 from tests.support.postgres import fresh_postgres_database
-from tests.support.slack import SIGNING_SECRET
+from tests.support.serve_process import start_serve
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -177,52 +176,12 @@ service.run_snapshot(incident_key=opened.incident.key, settings=Settings(DATABAS
 
 
 def _start_serve(*, database_url: str, slack: FaultySlackApi, cwd: Path) -> tuple[subprocess.Popen[str], str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "PYTHONUNBUFFERED": "1",
-        "SLACK_BOT_TOKEN": BOT_TOKEN,
-        "SLACK_SIGNING_SECRET": SIGNING_SECRET,
-        "SLACK_API_URL": slack.base_url,
-        "DATABASE_URL": database_url,
-        "TRIAGE_SCHEDULER_ENABLED": "false",
-    }
-    env.pop("SLACK_APP_TOKEN", None)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from handlers.cli import main; main()",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-        ],
+    return start_serve(
+        slack_base_url=slack.base_url,
+        database_url=database_url,
         cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+        extra_env={"TRIAGE_SCHEDULER_ENABLED": "false"},
     )
-    lines: list[str] = []
-    address: list[str] = []
-
-    def read() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            lines.append(line)
-            if "HTTP mode" in line:
-                address.append(line.rsplit("http://", 1)[1].strip())
-                return
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    reader.join(timeout=60)
-    if not address:
-        process.kill()
-        raise AssertionError("serve did not start: " + "".join(lines[-20:]))
-    return process, f"http://{address[0]}"
 
 
 def test_a_process_killed_mid_snapshot_shows_the_snapshot_interrupted_after_restart(
