@@ -17,13 +17,13 @@ from pathlib import Path
 import requests
 
 from bot.config import Settings
-from bot.demo import minimal_diagnoser
-from bot.incidents import IncidentService
+from bot.incidents.service import IncidentService
+from bot.lab.demo import minimal_diagnoser
 from bot.lab.slack_api import BOT_TOKEN, SlackApiStandIn
-from handlers import server as http_server
-from handlers.services import Services
-from handlers.signing import signature_headers
-from handlers.slack_app import build_app
+from handlers.ops import server as http_server
+from handlers.slack.app import build_app
+from handlers.slack.services import Services
+from handlers.slack.signing import signature_headers
 from storage import db
 
 SECRET = "bench-secret"

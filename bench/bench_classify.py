@@ -12,8 +12,8 @@ import json
 import time
 from pathlib import Path
 
-from bot.classify import classify_line, diagnose_observations
-from bot.classify.lines import text_observation
+from bot.diagnosis.classify import classify_line, diagnose_observations
+from bot.diagnosis.classify.lines import text_observation
 
 CORPUS_DIR = Path(__file__).resolve().parents[1] / "tests" / "corpus"
 LABELS = ("scheduler", "runtime", "workflow", "fabric", None)

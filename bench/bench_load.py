@@ -33,7 +33,7 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from handlers.signing import signature_headers  # after the path fix, for direct runs
+from handlers.slack.signing import signature_headers  # after the path fix, for direct runs
 
 SIGNING_SECRET = "bench-signing-secret-0123456789"
 TEAM_ID = "T0LAB"
@@ -163,12 +163,12 @@ def describe_mix(plan: Sequence[PlannedCommand]) -> str:
 def serve_child(*, database_url: str, slack_api_url: str) -> None:
     """Child process: the real app and waitress server with the lab diagnoser; prints its port."""
     from bot.config import Settings
-    from bot.demo import minimal_diagnoser
-    from bot.incidents import IncidentService
+    from bot.incidents.service import IncidentService
+    from bot.lab.demo import minimal_diagnoser
     from bot.lab.slack_api import BOT_TOKEN
-    from handlers import server as http_server
-    from handlers.services import Services
-    from handlers.slack_app import build_app
+    from handlers.ops import server as http_server
+    from handlers.slack.app import build_app
+    from handlers.slack.services import Services
     from storage import db
 
     settings = Settings(
@@ -281,7 +281,7 @@ def wait_until_handled(*, url: str, expected: float, deadline: float) -> float:
 
 def expected_incidents(plan: Sequence[PlannedCommand]) -> int:
     """Distinct workloads named by valid `job` commands: one incident each, however often named."""
-    from bot.targets import InvalidTarget, parse_target
+    from bot.evidence.targets import InvalidTarget, parse_target
 
     workloads = set()
     for item in plan:

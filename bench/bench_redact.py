@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from bot import redact
+from bot.evidence import redact
 
 LOG_LINE = (
     "2026-11-29T22:00:01Z rank 3 step 1200 | loss 2.314 | max_tokens=4096 | tokens/s: 18234.5 "

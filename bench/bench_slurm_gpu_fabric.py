@@ -10,8 +10,10 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
-from bot.collectors import fabric, gpu, slurm_cli
-from bot.findings import utcnow
+from bot.diagnosis.collectors.fabric import nccl as fabric
+from bot.diagnosis.collectors.gpu import nvidia_smi as gpu
+from bot.diagnosis.collectors.slurm import cli as slurm_cli
+from bot.evidence.findings import utcnow
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 

@@ -104,9 +104,9 @@ def _measure(argv: list[str], *, env: dict[str, str], server: KubeApiServer) -> 
 def _snapshot_child(kubeconfig: str) -> None:
     """In a fresh process: warm the client models, then time diagnose() alone (process start excluded)."""
 
-    from bot.collectors import kube_calls
     from bot.config import load_settings
-    from bot.diagnose import diagnose
+    from bot.diagnosis.collectors.kube import calls as kube_calls
+    from bot.diagnosis.service import diagnose
 
     kube_calls.preload_models()
     settings = load_settings(KUBECONFIG=kubeconfig)
@@ -144,7 +144,7 @@ def main() -> None:
         kubeconfig = str(server.write_kubeconfig(path=workdir / "kubeconfig"))
         inner = _measure([sys.executable, __file__, "--snapshot-child", kubeconfig], env=env, server=server)
         child = json.loads(inner["stdout"].strip().splitlines()[-1])
-        runs = [_measure([sys.executable, "-c", "from handlers.cli import main; main()", "triage", "job", TARGET,
+        runs = [_measure([sys.executable, "-c", "from handlers.cli.main import main; main()", "triage", "job", TARGET,
                           "--kubeconfig", kubeconfig, "--format", "json"], env=env, server=server)
                 for _ in range(3)]
         command = sorted(runs, key=lambda run: run["wall_s"])[1]  # the median of three

@@ -19,7 +19,7 @@ import sqlalchemy
 from sqlmodel import SQLModel
 
 import storage.tables  # noqa: F401  (registers every table)
-from bot.jobs import JobContext, JobRunner, JobStore
+from bot.schedule.store import JobContext, JobRunner, JobStore
 from tests.support.postgres import fresh_postgres_database
 
 

@@ -18,7 +18,7 @@ class UTCDateTime(sqlalchemy.types.TypeDecorator[datetime]):
         if value is None:
             return None
         if value.tzinfo is None:
-            raise ValueError("naive datetime given to a UTC column; use bot.findings.utcnow()")
+            raise ValueError("naive datetime given to a UTC column; use bot.evidence.findings.utcnow()")
         value = value.astimezone(UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 

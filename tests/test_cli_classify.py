@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from handlers.cli import _register_all, app
+from handlers.cli.main import _register_all, app
 
 LINES = "0/8 nodes are available: 2 Insufficient nvidia.com/gpu, 6 node(s) had untolerated taint {gpu: }.\n\nthe weather is nice today\nNCCL WARN NET/IB : Got completion from peer 10.0.0.7<54862> with status=12 vendor err 129 (Recv)"
 

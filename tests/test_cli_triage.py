@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import shutil
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from handlers.cli import _register_all, app
+from handlers.cli.main import _register_all, app
 from tests.support.kube_lab import running_lab
 
 _register_all()
@@ -107,7 +107,7 @@ def test_lab_list_names_every_scenario() -> None:
 def test_lab_serve_prints_a_kubeconfig_that_works_until_interrupted(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
-        [sys.executable, "-c", "from handlers.cli import main; main()", "lab", "serve", "nccl-ib",
+        [sys.executable, "-c", "from handlers.cli.main import main; main()", "lab", "serve", "nccl-ib",
          "--kubeconfig-out", str(tmp_path / "kc")], stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     try:
         assert process.stdout is not None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.compare import compare_snapshots
-from bot.diagnose import diagnose
+from bot.diagnosis.compare import compare_snapshots
+from bot.diagnosis.service import diagnose
 from tests.support.kube_lab import running_lab
 
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from bot.config import load_settings
-from bot.diagnose import classify, diagnose, lab_diagnoser, placement_from
-from bot.findings import Observation, utcnow
+from bot.diagnosis.service import classify, diagnose, lab_diagnoser, placement_from
+from bot.evidence.findings import Observation, utcnow
 from tests.support.kube_lab import running_lab
 
 
 def test_without_the_classifier_package_the_verdict_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "bot.classify", None)
+    monkeypatch.setitem(sys.modules, "bot.diagnosis.classify", None)
     diagnosis = classify([])
     assert diagnosis.verdict.layer is None and "Classifier not available" in diagnosis.verdict.summary
 

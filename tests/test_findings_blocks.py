@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bot import findings, report
-from bot.classify import diagnose_observations
-from handlers import findings_blocks
+from bot.diagnosis.classify import diagnose_observations
+from bot.evidence import findings, report
+from handlers.slack.blocks import findings as findings_blocks
 from tests.classify.observations import AT, observation
 
 TRT = "[TRT] [E] 4: [runtime.cpp::deserializeCudaEngine::50] Error Code 4: Internal Error (Engine deserialization failed.)"
@@ -115,7 +115,7 @@ def test_many_findings_stay_under_fifty_blocks_and_say_how_many_were_left_for_th
         }
         for n in range(40)
     ]
-    from bot.classify import catalogue, engine
+    from bot.diagnosis.classify import catalogue, engine
 
     extra = catalogue.parse_rules(documents=rules)
     many = observations + [observation(kind="log_line", text=f"marker-{n}") for n in range(40)]

@@ -7,8 +7,8 @@ import threading
 import pytest
 
 from bot.config import SnapshotBounds
-from bot.findings import CollectorOutcome, Observation, utcnow
-from bot.snapshot import Budget, CollectorFailure, DeadlineExceeded, Sink, Step, run_snapshot
+from bot.diagnosis.engine import Budget, CollectorFailure, DeadlineExceeded, Sink, Step, run_snapshot
+from bot.evidence.findings import CollectorOutcome, Observation, utcnow
 
 
 def _observation(text: str = "seen") -> Observation:

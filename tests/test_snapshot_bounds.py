@@ -9,8 +9,8 @@ from urllib.parse import parse_qs
 import pytest
 
 from bot.config import SnapshotBounds, load_settings
-from bot.diagnose import ClusterUnreachable, TargetNotFound, diagnose
-from bot.findings import CollectorOutcome
+from bot.diagnosis.service import ClusterUnreachable, TargetNotFound, diagnose
+from bot.evidence.findings import CollectorOutcome
 from bot.lab import objects as o
 from bot.lab.kube_api import ClusterState
 from tests.support.kube_lab import running_lab

@@ -2,7 +2,7 @@
 
 import pytest
 
-from bot import targets
+from bot.evidence import targets
 
 
 def test_namespace_and_name_is_a_kubernetes_target_of_unknown_kind() -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_CLIENTS = {"kubernetes", "subprocess"}
-ALLOWED_PREFIXES = ("bot/collectors/", "bot/lab/")
+ALLOWED_PREFIXES = ("bot/diagnosis/collectors/", "bot/lab/")
 
 
 def _imported_roots(path: Path) -> set[str]:

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from bot import demo
 from bot.config import Settings
-from bot.targets import parse_target
+from bot.evidence.targets import parse_target
+from bot.lab import demo
 
 
 def test_without_the_lab_the_demo_uses_the_labelled_minimal_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "bot.diagnose", None)  # import raises ImportError
+    monkeypatch.setitem(sys.modules, "bot.diagnosis.service", None)  # import raises ImportError
     choice = demo.pick_diagnoser()
     assert choice.diagnoser is demo.minimal_diagnoser
     assert choice.label == "minimal demo cluster"
@@ -24,9 +24,9 @@ def test_without_the_lab_the_demo_uses_the_labelled_minimal_cluster(monkeypatch:
 
 
 def _fake_lab(monkeypatch: pytest.MonkeyPatch, lab: Any) -> None:
-    module = types.ModuleType("bot.diagnose")
+    module = types.ModuleType("bot.diagnosis.service")
     module.lab_diagnoser = lab  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "bot.diagnose", module)
+    monkeypatch.setitem(sys.modules, "bot.diagnosis.service", module)
 
 
 def test_a_lab_diagnoser_factory_is_asked_for_the_oom_scenario(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,9 +12,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
 from bot.config import Settings
-from bot.demo import minimal_diagnoser
-from bot.incidents import IncidentError, IncidentNotFound, IncidentService
-from bot.targets import parse_target
+from bot.evidence.targets import parse_target
+from bot.incidents.service import IncidentError, IncidentNotFound, IncidentService
+from bot.lab.demo import minimal_diagnoser
 from storage import db
 from storage.db import session_scope
 from storage.tables import Incident, Snapshot, TimelineEntry

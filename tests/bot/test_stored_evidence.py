@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bot import stored_evidence
-from bot.compare import compare_observations, compare_snapshots
-from bot.diagnose import diagnose
-from bot.findings import Observation, utcnow
+from bot.diagnosis.compare import compare_observations, compare_snapshots
+from bot.diagnosis.service import diagnose
+from bot.evidence import stored as stored_evidence
+from bot.evidence.findings import Observation, utcnow
 from tests.support.kube_lab import running_lab
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot import findings
+from bot.evidence import findings
 
 AT = datetime(2026, 11, 29, 22, 0, tzinfo=UTC)
 

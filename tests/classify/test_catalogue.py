@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot import findings
-from bot.classify import catalogue
+from bot.diagnosis.classify import catalogue
+from bot.evidence import findings
 
 
 def _raw(**overrides):
@@ -64,7 +64,7 @@ def test_duplicate_ids_are_rejected() -> None:
 
 
 def test_field_conditions_compare_numbers_and_values() -> None:
-    from bot.classify import matching
+    from bot.diagnosis.classify import matching
     from tests.classify.observations import observation
 
     [rule] = catalogue.parse_rules(

@@ -6,7 +6,7 @@ import collections
 
 import pytest
 
-from bot.classify import classify_line
+from bot.diagnosis.classify import classify_line
 from tests.classify.corpus import CORPUS, SECOND_SET, load_corpus
 
 REQUIRED_ACCURACY = 0.95

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot import findings
-from bot.classify import CONFIDENT, diagnose_observations
+from bot.diagnosis.classify import CONFIDENT, diagnose_observations
+from bot.evidence import findings
 from tests.classify.observations import observation
 
 TRT_LOG = (

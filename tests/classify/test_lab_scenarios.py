@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.classify import CONFIDENT
 from bot.config import Settings
+from bot.diagnosis.classify import CONFIDENT
 
 scenarios = pytest.importorskip("bot.lab.scenarios", reason="the lab (snapshot branch) is not merged yet")
 kube_lab = pytest.importorskip(
     "tests.support.kube_lab", reason="the lab server (snapshot branch) is not merged yet"
 )
-diagnose = pytest.importorskip("bot.diagnose", reason="the snapshot entry point is not merged yet")
+diagnose = pytest.importorskip("bot.diagnosis.service", reason="the snapshot entry point is not merged yet")
 
 
 @pytest.mark.parametrize("name", list(scenarios.SCENARIOS))

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.classify import catalogue, docs
+from bot.diagnosis.classify import catalogue, docs
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
 
 
 def test_the_committed_rules_doc_equals_the_generated_one() -> None:
     generated = docs.render(rules=catalogue.load_rules())
-    assert DOC.read_text(encoding="utf-8") == generated, "run: python -m bot.classify.docs > docs/rules.md"
+    assert DOC.read_text(encoding="utf-8") == generated, "run: python -m bot.diagnosis.classify.docs > docs/rules.md"
 
 
 def test_the_doc_lists_every_rule_with_its_next_step() -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.collectors import fabric
-from bot.findings import utcnow
+from bot.diagnosis.collectors.fabric import nccl as fabric
+from bot.evidence.findings import utcnow
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "fabric"
 LAB = FIXTURES / "lab-nccl-ib"

@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from handlers import cli_fabric
+from handlers.cli import fabric as cli_fabric
 
 LAB = Path(__file__).resolve().parents[1] / "fixtures" / "fabric" / "lab-nccl-ib"
 PUBLISHED = Path(__file__).resolve().parents[1] / "fixtures" / "fabric" / "published"

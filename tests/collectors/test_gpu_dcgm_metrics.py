@@ -11,8 +11,8 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from bot.collectors import dcgm_metrics
-from bot.findings import utcnow
+from bot.diagnosis.collectors.gpu import dcgm_metrics
+from bot.evidence.findings import utcnow
 
 SERIES = {
     "DCGM_FI_DEV_XID_ERRORS": [
@@ -116,7 +116,7 @@ def test_a_slurm_triage_reads_dcgm_series_for_the_jobs_node(prometheus: str, tmp
     import subprocess
 
     from bot.config import load_settings
-    from bot.diagnose_slurm import diagnose_slurm
+    from bot.diagnosis.slurm import diagnose_slurm
 
     SERIES["DCGM_FI_DEV_XID_ERRORS"].append(("localhost", "1", "48"))
     done = subprocess.run(

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from bot import gpu_xid
-from bot.collectors import gpu, gpu_dcgmi, gpu_topology
-from bot.findings import utcnow
+from bot.diagnosis.collectors.gpu import dcgmi as gpu_dcgmi
+from bot.diagnosis.collectors.gpu import nvidia_smi as gpu
+from bot.diagnosis.collectors.gpu import topology as gpu_topology
+from bot.diagnosis.knowledge import xid as gpu_xid
+from bot.evidence.findings import utcnow
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gpu"
 H200 = FIXTURES / "h200"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot import gpu_xid
+from bot.diagnosis.knowledge import xid as gpu_xid
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.collectors.kube_events import deduplicate
-from bot.collectors.kube_logs import classify_line
+from bot.diagnosis.collectors.kube.events import deduplicate
+from bot.diagnosis.collectors.kube.logs import classify_line
 
 
 def test_an_nccl_ib_warning_names_host_peer_and_hca() -> None:

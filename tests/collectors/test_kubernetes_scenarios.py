@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from bot.diagnose import diagnose
-from bot.findings import CollectorOutcome, Observation
+from bot.diagnosis.service import diagnose
+from bot.evidence.findings import CollectorOutcome, Observation
 from bot.lab import scenarios
 from tests.support.kube_lab import running_lab
 
@@ -110,7 +110,7 @@ def test_events_are_read_newest_first_with_server_side_field_selectors(tmp_path:
 
 @pytest.mark.parametrize("name", sorted(scenarios.SCENARIOS))
 def test_with_the_classifier_each_scenario_lands_on_its_layer(name: str, tmp_path: Path) -> None:
-    pytest.importorskip("bot.classify", reason="the classifier package is merged from its own branch")
+    pytest.importorskip("bot.diagnosis.classify", reason="the classifier package is merged from its own branch")
     with running_lab(tmp_path=tmp_path, scenario=name) as lab:
         assert lab.scenario is not None
         report = diagnose(target=lab.scenario.target, settings=lab.settings())

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.collectors import node_probe
-from bot.findings import utcnow
+from bot.diagnosis.collectors import node_probe
+from bot.evidence.findings import utcnow
 
 PUBLISHED = Path(__file__).resolve().parents[1] / "fixtures" / "fabric" / "published"
 

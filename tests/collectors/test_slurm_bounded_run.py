@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from bot.collectors.bounded_run import run_bounded
+from bot.diagnosis.collectors.bounded_run import run_bounded
 
 
 def test_output_beyond_the_byte_cap_is_cut_and_the_process_stopped() -> None:

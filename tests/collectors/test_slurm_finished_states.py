@@ -11,9 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from bot.collectors import slurm, slurm_cli, slurm_parse
-from bot.collectors.slurm_model import Accounting, Fetched, SlurmJob, SlurmNode, SlurmPartition, SlurmStep
 from bot.config import SnapshotBounds
+from bot.diagnosis.collectors.slurm import cli as slurm_cli
+from bot.diagnosis.collectors.slurm import collector as slurm
+from bot.diagnosis.collectors.slurm import parse as slurm_parse
+from bot.diagnosis.collectors.slurm.model import (
+    Accounting,
+    Fetched,
+    SlurmJob,
+    SlurmNode,
+    SlurmPartition,
+    SlurmStep,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
 FAILED_LINE = (FIXTURES / "scontrol_job_failed_exit3.txt").read_text().strip()

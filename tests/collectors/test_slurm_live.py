@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.collectors import slurm
-from bot.collectors.slurm_cli import CliBackend
 from bot.config import SnapshotBounds, load_settings
-from bot.diagnose_slurm import diagnose_slurm
-from bot.findings import CollectorOutcome, Observation
+from bot.diagnosis.collectors.slurm import collector as slurm
+from bot.diagnosis.collectors.slurm.cli import CliBackend
+from bot.diagnosis.slurm import diagnose_slurm
+from bot.evidence.findings import CollectorOutcome, Observation
 
 pytestmark = [
     pytest.mark.slurm,
@@ -389,7 +389,7 @@ def test_without_a_configured_runner_the_gpu_probe_is_skipped_and_said_so(submit
 def test_with_the_classifier_pending_jobs_land_in_the_scheduler_layer(
     submit: Submit, options: tuple[str, ...]
 ) -> None:
-    pytest.importorskip("bot.classify", reason="the classifier is merged from another branch")
+    pytest.importorskip("bot.diagnosis.classify", reason="the classifier is merged from another branch")
     job_id = submit(*options)
     wait_for(job_id, reason_not={"None", ""})
     report = diagnose_slurm(target=job_id, settings=load_settings())

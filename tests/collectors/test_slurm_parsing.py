@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from bot import slurm_reasons
-from bot.collectors import slurm_cli, slurm_parse, slurm_rest
-from bot.collectors.slurm_model import minutes_from_slurm_duration
-from bot.collectors.slurm_observations import failing_step
+from bot.diagnosis.collectors.slurm import cli as slurm_cli
+from bot.diagnosis.collectors.slurm import parse as slurm_parse
+from bot.diagnosis.collectors.slurm import rest as slurm_rest
+from bot.diagnosis.collectors.slurm.model import minutes_from_slurm_duration
+from bot.diagnosis.collectors.slurm.observations import failing_step
+from bot.diagnosis.knowledge import slurm_reasons
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.collectors import slurm
-from bot.collectors.slurm_rest import RestBackend
 from bot.config import SnapshotBounds, load_settings
-from bot.findings import CollectorOutcome
+from bot.diagnosis.collectors.slurm import collector as slurm
+from bot.diagnosis.collectors.slurm.rest import RestBackend
+from bot.evidence.findings import CollectorOutcome
 
 pytestmark = [
     pytest.mark.slurm,

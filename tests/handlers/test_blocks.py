@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.incidents import IncidentView, RoleView
-from handlers import blocks
+from bot.incidents.service import IncidentView, RoleView
+from handlers.slack.blocks import common as blocks
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

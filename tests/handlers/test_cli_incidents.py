@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from handlers.manifest import manifest_yaml
-from handlers.slack_app import BOT_SCOPES
+from handlers.slack.app import BOT_SCOPES
+from handlers.slack.manifest import manifest_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,7 +20,7 @@ def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess
     for name in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "DATABASE_URL"):
         environment.pop(name, None) if not env or name not in env else None
     return subprocess.run(
-        [sys.executable, "-c", "from handlers.cli import main; main()", *args],
+        [sys.executable, "-c", "from handlers.cli.main import main; main()", *args],
         cwd=cwd,
         env=environment,
         capture_output=True,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from handlers import commands, incident_subcommands
+from handlers.slack import router as commands
+from handlers.slack.commands import incident as incident_subcommands
 
 SUBCOMMANDS = {item.name: item for item in incident_subcommands.default_subcommands()}
 

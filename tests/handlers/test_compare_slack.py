@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from bot.compare import Difference
 from bot.config import Settings
-from bot.diagnose import diagnose
-from bot.report import SnapshotReport
-from bot.targets import ACCEPTED_FORMS, Target
-from handlers import compare_blocks
-from handlers.findings_blocks import validate_blocks
-from handlers.server import make_wsgi_app, start_in_thread
-from handlers.slack_app import build_app
+from bot.diagnosis.compare import Difference
+from bot.diagnosis.service import diagnose
+from bot.evidence.report import SnapshotReport
+from bot.evidence.targets import ACCEPTED_FORMS, Target
+from handlers.ops.server import make_wsgi_app, start_in_thread
+from handlers.slack.app import build_app
+from handlers.slack.blocks import compare as compare_blocks
+from handlers.slack.blocks.findings import validate_blocks
 from tests.support.kube_lab import Lab, running_lab
 from tests.support.slack import BotUnderTest, make_services
 
@@ -158,7 +158,7 @@ def test_fabric_probe_without_a_runner_says_what_to_configure_and_runs_nothing(
     bot, lab = bot_on_scenario
     assert lab.scenario is not None and bot.services.settings.node_probe_runner == "off"
     started: list[object] = []
-    from bot.collectors import node_probe
+    from bot.diagnosis.collectors import node_probe
 
     monkeypatch.setattr(node_probe, "run_bounded", lambda **kwargs: started.append(kwargs))  # a spy, not a stub
     bot.command(f"job {lab.scenario.target}")

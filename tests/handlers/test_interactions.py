@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 import requests
 
-from bot.demo import minimal_diagnoser
+from bot.lab.demo import minimal_diagnoser
 from bot.lab.slack_api import SlackApiStandIn
-from handlers import records_slack
-from handlers import server as http_server
-from handlers.interactions import action_fingerprint
-from handlers.records_area import RecordsArea
-from handlers.slack_app import build_app
+from handlers.ops import server as http_server
+from handlers.slack import actions as records_slack
+from handlers.slack.app import build_app
+from handlers.slack.once import action_fingerprint
+from handlers.slack.records_area import RecordsArea
 from tests.support.slack import BotUnderTest, make_services
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
-from handlers import logs
+from handlers.ops import logs
 
 
 @pytest.fixture

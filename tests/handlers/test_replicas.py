@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.demo import minimal_diagnoser
+from bot.lab.demo import minimal_diagnoser
 from bot.lab.slack_api import SlackApiStandIn
-from handlers import server as http_server
-from handlers.slack_app import build_app
+from handlers.ops import server as http_server
+from handlers.slack.app import build_app
 from tests.support.slack import BotUnderTest, make_services, slash_body
 
 pytestmark = pytest.mark.postgres

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from bot.incidents import SNAPSHOT_INTERRUPTED, SNAPSHOT_STARTED, IncidentNotFound, IncidentService
+from bot.incidents.service import SNAPSHOT_INTERRUPTED, SNAPSHOT_STARTED, IncidentNotFound, IncidentService
 from bot.lab.slack_api import SlackApiStandIn
 from storage import db
 from tests.support.serve_process import start_serve
@@ -24,15 +24,15 @@ ROOT = Path(__file__).resolve().parents[2]
 # serve with the demo cluster's diagnoser, slowed by TRIAGE_TEST_DIAGNOSER_DELAY seconds (injected latency).
 LAUNCH = """
 import os, time
-from bot.demo import minimal_diagnoser
-from handlers import cli_incidents
+from bot.lab.demo import minimal_diagnoser
+from handlers.cli import incidents as cli_incidents
 
 def slow_diagnoser(**kwargs):
     time.sleep(float(os.environ["TRIAGE_TEST_DIAGNOSER_DELAY"]))
     return minimal_diagnoser(**kwargs)
 
 cli_incidents._production_diagnoser = lambda: slow_diagnoser
-from handlers.cli import main
+from handlers.cli.main import main
 main()
 """
 

@@ -10,8 +10,8 @@ import requests
 from slack_bolt import App
 
 from bot.lab.slack_api import RecordedCall
-from handlers.commands import CommandContext, Subcommand
-from handlers.services import Services
+from handlers.slack.router import CommandContext, Subcommand
+from handlers.slack.services import Services
 from tests.support.slack import BotUnderTest, sign, slash_body
 
 
@@ -179,7 +179,7 @@ def test_where_the_bot_cannot_post_the_error_reaches_the_caller_through_response
 
 
 def test_a_job_for_an_incident_still_being_opened_does_not_post_a_second_root(bot: BotUnderTest) -> None:
-    from bot.targets import parse_target
+    from bot.evidence.targets import parse_target
 
     bot.services.incidents.open_for_target(
         target=parse_target("ml/racing"), channel_id="C0INC", opened_by="U0BOB"
@@ -242,8 +242,8 @@ def test_an_unexpected_error_becomes_a_short_ephemeral_with_a_reference(bot: Bot
 def test_other_areas_register_subcommands_and_listeners_through_the_hooks(
     slack_stand_in: Any, bot_database_url: str
 ) -> None:
-    from handlers import server as http_server
-    from handlers.slack_app import build_app
+    from handlers.ops import server as http_server
+    from handlers.slack.app import build_app
     from tests.support.slack import make_services
 
     seen: list[str] = []

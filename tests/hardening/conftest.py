@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from bot.demo import minimal_diagnoser
+from bot.evidence.report import Diagnoser
+from bot.lab.demo import minimal_diagnoser
 from bot.lab.slack_api import RecordedCall, SlackApiStandIn
-from bot.report import Diagnoser
-from handlers import server as http_server
-from handlers.slack_app import build_app, make_web_client
+from handlers.ops import server as http_server
+from handlers.slack.app import build_app, make_web_client
 from tests.support.slack import BotUnderTest, make_services
 
 

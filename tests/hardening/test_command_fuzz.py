@@ -15,8 +15,8 @@ import sqlalchemy
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bot import targets
-from handlers import commands
+from bot.evidence import targets
+from handlers.slack import router as commands
 from tests.hardening.conftest import FaultySlackApi, running_bot
 from tests.support.slack import BotUnderTest, slash_body
 

@@ -20,8 +20,8 @@ import requests
 import sqlalchemy
 from sqlalchemy.engine import make_url
 
-from bot.incidents import SNAPSHOT_INTERRUPTED, IncidentService
-from bot.targets import parse_target
+from bot.evidence.targets import parse_target
+from bot.incidents.service import SNAPSHOT_INTERRUPTED, IncidentService
 from storage import db
 from tests.hardening.conftest import FaultySlackApi, running_bot
 from tests.hardening.tcp_proxy import TcpProxy
@@ -159,8 +159,8 @@ def test_a_briefly_locked_sqlite_file_delays_a_command_but_does_not_fail_it(
 _HANGING_SNAPSHOT = """
 import sys, time
 from bot.config import Settings
-from bot.incidents import IncidentService
-from bot.targets import parse_target
+from bot.incidents.service import IncidentService
+from bot.evidence.targets import parse_target
 from storage import db
 
 url = sys.argv[1]

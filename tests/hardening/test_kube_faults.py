@@ -15,10 +15,10 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from bot.config import Settings
-from bot.diagnose import ClusterUnreachable, diagnose
-from bot.findings import CollectorOutcome
-from bot.report import SnapshotReport
-from bot.targets import Target
+from bot.diagnosis.service import ClusterUnreachable, diagnose
+from bot.evidence.findings import CollectorOutcome
+from bot.evidence.report import SnapshotReport
+from bot.evidence.targets import Target
 from tests.hardening.conftest import FaultySlackApi, running_bot
 from tests.hardening.tcp_proxy import TcpProxy
 from tests.support.kube_lab import Lab, running_lab

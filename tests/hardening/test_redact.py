@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot import findings, redact, report
+from bot.evidence import findings, redact, report
 
 NOW = datetime(2026, 11, 29, 22, 0, tzinfo=UTC)
 

@@ -1,7 +1,7 @@
 """The chart's RBAC grants every API call the collectors make on every lab scenario.
 
 Each scenario's cluster is served by the lab API server, which logs every request; the real snapshot engine
-(`bot.diagnose.diagnose`) runs against it for the failing target and its healthy sibling. Each logged
+(`bot.diagnosis.service.diagnose`) runs against it for the failing target and its healthy sibling. Each logged
 request is mapped to the (apiGroup, resource, verb) RBAC would check. A collector that starts reading a new
 resource fails this test until the chart grants it.
 """
@@ -35,7 +35,7 @@ def lab_request_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list
     """Scenario name -> every (method, path?query) the snapshot engine sent to that scenario's lab cluster."""
     scenarios = _import("bot.lab.scenarios")
     kube_api = _import("bot.lab.kube_api")
-    diagnose = _import("bot.diagnose")
+    diagnose = _import("bot.diagnosis.service")
     config = _import("bot.config")
     logs: dict[str, list[tuple[str, str]]] = {}
     for name in scenarios.SCENARIOS:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from bot.evidence.targets import parse_target
 from bot.lab import scenarios
-from bot.targets import parse_target
 
 
 @pytest.mark.parametrize("name", sorted(scenarios.SCENARIOS))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-from bot import findings
-from bot.changes import ChangeState, ChangeView, MeasurementView
-from bot.prevention import PreventionView
-from bot.records import IncidentData, RoleEntry, TimelineItem
-from bot.report import SnapshotReport
+from bot.changes.prevention import PreventionView
+from bot.changes.service import ChangeState, ChangeView, MeasurementView
+from bot.evidence import findings
+from bot.evidence.report import SnapshotReport
+from bot.records.build import IncidentData, RoleEntry, TimelineItem
 
 OPENED = datetime(2026, 11, 20, 14, 0, tzinfo=UTC)
 

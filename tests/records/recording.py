@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 
-from bot.job_kinds import IncidentThread, Revalidation
-from bot.jobs import Button
+from bot.schedule.store import Button
+from bot.schedule.tasks import IncidentThread, Revalidation
 
 
 @dataclasses.dataclass

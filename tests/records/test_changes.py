@@ -8,7 +8,13 @@ from datetime import timedelta
 import pytest
 import sqlalchemy
 
-from bot.changes import ChangeError, ChangeService, ChangeState, parse_change_text, parse_value_with_unit
+from bot.changes.service import (
+    ChangeError,
+    ChangeService,
+    ChangeState,
+    parse_change_text,
+    parse_value_with_unit,
+)
 
 
 def propose(service: ChangeService, **overrides: object):

@@ -7,7 +7,7 @@ import io
 import pytest
 from matplotlib import image
 
-from bot.charts import PNG_SIGNATURE, ChartError, change_chart_png
+from bot.changes.charts import PNG_SIGNATURE, ChartError, change_chart_png
 from tests.records.incident_fixture import measured_change
 
 

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bot.changes import ChangeService
+from bot.changes.prevention import PreventionService
+from bot.changes.service import ChangeService
 from bot.config import Settings
-from bot.demo import minimal_diagnoser
-from bot.incidents import IncidentService
-from bot.prevention import PreventionService
-from bot.record_sources import timeline_sink
-from bot.targets import parse_target
-from handlers import cli
+from bot.evidence.targets import parse_target
+from bot.incidents.service import IncidentService
+from bot.lab.demo import minimal_diagnoser
+from bot.records.sources import timeline_sink
+from handlers.cli import main as cli
 from storage import db
 
 

@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from bot.demo import minimal_diagnoser
-from bot.findings import utcnow
+from bot.evidence.findings import utcnow
+from bot.lab.demo import minimal_diagnoser
 from bot.lab.slack_api import SlackApiStandIn
-from handlers import records_slack
-from handlers import server as http_server
-from handlers.slack_app import build_app
+from handlers.ops import server as http_server
+from handlers.slack import actions as records_slack
+from handlers.slack.app import build_app
 from tests.records.conftest import FakeClock
 from tests.support.slack import BotUnderTest, make_services
 

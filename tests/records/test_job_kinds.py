@@ -6,8 +6,10 @@ from datetime import date, timedelta
 
 import pytest
 
-from bot.changes import ChangeService
-from bot.job_kinds import (
+from bot.changes.prevention import PreventionService
+from bot.changes.service import ChangeService
+from bot.schedule.store import JobRunner, JobStore
+from bot.schedule.tasks import (
     SNOOZE_ACTION_ID,
     IncidentThread,
     JobKind,
@@ -18,8 +20,6 @@ from bot.job_kinds import (
     schedule_validation_windows,
     update_interval,
 )
-from bot.jobs import JobRunner, JobStore
-from bot.prevention import PreventionService
 from tests.records.recording import DictDirectory, RecordingNotifier, ScriptedRevalidator
 
 THREAD = IncidentThread(
@@ -212,7 +212,7 @@ def test_an_owner_who_updated_within_the_interval_is_not_nudged_until_the_interv
 
 
 def test_a_window_without_a_cluster_says_so_once_instead_of_retrying(world) -> None:
-    from bot.job_kinds import RevalidationUnavailable
+    from bot.schedule.tasks import RevalidationUnavailable
 
     def unavailable(*, incident_key: str):
         raise RevalidationUnavailable("no cluster is configured for this bot")

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 import sqlalchemy
 
-from bot.jobs import JobRunner, JobScheduler, JobStore
+from bot.schedule.store import JobRunner, JobScheduler, JobStore
 from tests.records.conftest import make_engine_with_tables
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.ownership import PermissionRefused, parse_role, require_commander, role_expectations
+from bot.incidents.policy import PermissionRefused, parse_role, require_commander, role_expectations
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from bot.incidents import IncidentService
-from bot.job_kinds import PROCESSED_REQUEST_RETENTION, JobKind, build_handlers, ensure_daily_prune
-from bot.jobs import JobRunner, JobStore
-from bot.prevention import PreventionService
+from bot.changes.prevention import PreventionService
+from bot.incidents.service import IncidentService
+from bot.schedule.store import JobRunner, JobStore
+from bot.schedule.tasks import PROCESSED_REQUEST_RETENTION, JobKind, build_handlers, ensure_daily_prune
 from tests.records.recording import DictDirectory, RecordingNotifier, ScriptedRevalidator
 
 

@@ -6,8 +6,9 @@ import json
 import tarfile
 from datetime import UTC, datetime
 
-from bot import bundle, records
-from bot.charts import PNG_SIGNATURE
+from bot.changes.charts import PNG_SIGNATURE
+from bot.records import build as records
+from bot.records import bundle
 from tests.records.incident_fixture import incident
 
 NOW = datetime(2026, 11, 20, 17, 0, tzinfo=UTC)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from bot.changes import ChangeState, ChangeView
-from handlers import blocks, records_views
+from bot.changes.service import ChangeState, ChangeView
+from handlers.slack.blocks import changes as records_views
+from handlers.slack.blocks import common as blocks
 
 
 def _answers(view: dict, **values: str) -> dict:

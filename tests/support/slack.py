@@ -15,13 +15,13 @@ import pytest
 import requests
 
 from bot.config import Settings
-from bot.demo import minimal_diagnoser
-from bot.incidents import IncidentService
+from bot.evidence.report import Diagnoser
+from bot.incidents.service import IncidentService
+from bot.lab.demo import minimal_diagnoser
 from bot.lab.slack_api import BOT_TOKEN, SlackApiStandIn
-from bot.report import Diagnoser
-from handlers import server as http_server
-from handlers.services import Services
-from handlers.slack_app import build_app
+from handlers.ops import server as http_server
+from handlers.slack.app import build_app
+from handlers.slack.services import Services
 from storage import db
 
 SIGNING_SECRET = "lab-signing-secret-0123456789abcdef"

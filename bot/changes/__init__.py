@@ -1,0 +1,1 @@
+"""Changes tuned one lever at a time, their measurements and charts, and prevention actions."""

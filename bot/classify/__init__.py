@@ -1,6 +1,0 @@
-"""Layer classification: a rule catalogue (rules.yaml) turns observations into findings and a verdict."""
-
-from bot.classify.engine import CONFIDENT, diagnose_observations
-from bot.classify.lines import LineResult, classify_line
-
-__all__ = ["CONFIDENT", "LineResult", "classify_line", "diagnose_observations"]

@@ -1,0 +1,1 @@
+"""A target becomes one bounded, redacted, classified report: engine, collectors, classifier."""

@@ -1,0 +1,1 @@
+"""Fabric evidence: NCCL and InfiniBand lines mapped to hosts, peers and a scope."""

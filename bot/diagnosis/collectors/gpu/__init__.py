@@ -1,0 +1,1 @@
+"""GPU node evidence: nvidia-smi, dcgmi, topology, DCGM exporter metrics."""

@@ -1,0 +1,1 @@
+"""Kubernetes collectors: the only code that reads a Kubernetes API server."""

@@ -1,0 +1,162 @@
+"""Bounded calls to the Kubernetes API with the real client: timeouts from the budget, paging, error mapping."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import urllib3
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+from bot.diagnosis.engine import Budget, CollectorFailure, DeadlineExceeded
+from bot.evidence.findings import CollectorOutcome, Observation, utcnow
+from bot.evidence.report import SnapshotUnavailable
+
+
+class ClusterUnreachable(SnapshotUnavailable, ConnectionError):
+    """The API server did not answer at all (refused, DNS, TLS, timeout on connect)."""
+
+
+class ObjectNotFound(LookupError):
+    """The named object does not exist (404 with details naming it)."""
+
+
+class GroupNotServed(LookupError):
+    """The API group or resource is not served (404 without object details: CRD not installed)."""
+
+
+def build_api_client(*, kubeconfig: Path | None, context: str | None, in_cluster: bool,
+                     pool_size: int) -> client.ApiClient:
+    """A client for one cluster from a kubeconfig (or in-cluster service account); no global state."""
+    configuration = client.Configuration()
+    if in_cluster:
+        config.load_incluster_config(client_configuration=configuration)
+    else:
+        config.load_kube_config(config_file=str(kubeconfig) if kubeconfig else None, context=context,
+                                client_configuration=configuration, persist_config=False)
+    configuration.connection_pool_maxsize = pool_size
+    configuration.retries = urllib3.Retry(total=1, connect=1, read=0, status=0, redirect=0)
+    return client.ApiClient(configuration)
+
+
+_MODEL_NAME = re.compile(r"[A-Z]\w+")
+
+
+def preload_models() -> None:
+    """Build the client's model classes now (about half a second, once per process), not inside a deadline."""
+    pending, seen = ["V1JobList", "V1PodList", "V1Node", "CoreV1EventList"], set()
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        model = getattr(client, name, None)
+        for type_name in getattr(model, "openapi_types", {}).values():
+            pending.extend(_MODEL_NAME.findall(type_name))
+
+
+def to_wire(api: client.ApiClient, obj: Any) -> Any:
+    """A typed model back to its wire (camelCase) dict, after the client validated it."""
+    return api.sanitize_for_serialization(obj)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Caller:
+    """Makes GETs through the client's ApiClient inside a budget, and maps client errors to report outcomes.
+
+    It uses the ApiClient's own request, transport and strict model deserialisation, but not the generated
+    CoreV1Api/BatchV1Api classes: importing those builds hundreds of validated methods (over a second of CPU
+    per process), while a snapshot needs six read paths.
+    """
+
+    api: client.ApiClient
+    budget: Budget
+
+    def get(self, path: str, *, what: str, response_type: str, path_params: dict[str, str] | None = None,
+            query: dict[str, Any] | None = None) -> Any:
+        """One GET with a timeout that never passes the deadline, deserialised as `response_type`."""
+        timeout = self.budget.call_timeout()
+        params = [(key, value) for key, value in (query or {}).items() if value is not None]
+        accept = "text/plain" if response_type == "str" else "application/json"
+        try:
+            request = self.api.param_serialize(method="GET", resource_path=path, path_params=path_params or {},
+                                               query_params=params, header_params={"Accept": accept},
+                                               auth_settings=["BearerToken"])
+            response = self.api.call_api(*request, _request_timeout=(min(timeout, 3.0), timeout))
+            response.read()
+            return self.api.response_deserialize(response_data=response,
+                                                 response_types_map={"200": response_type}).data
+        except ApiException as exc:
+            raise _mapped(exc, what=what) from None
+        except urllib3.exceptions.MaxRetryError as exc:
+            if isinstance(exc.reason, urllib3.exceptions.ReadTimeoutError):
+                raise DeadlineExceeded(f"{what}: no answer within {timeout:.1f}s") from None
+            raise ClusterUnreachable(f"{what}: {exc.reason}") from None
+        except (urllib3.exceptions.ReadTimeoutError, TimeoutError):
+            raise DeadlineExceeded(f"{what}: no answer within {timeout:.1f}s") from None
+        except urllib3.exceptions.HTTPError as exc:
+            raise ClusterUnreachable(f"{what}: {exc}") from None
+
+    def list_all(self, path: str, *, what: str, response_type: str, path_params: dict[str, str] | None = None,
+                 query: dict[str, Any] | None = None, max_items: int | None = None) -> tuple[list[Any], bool]:
+        """Page a list with limit/continue up to the per-list cap; returns (items, truncated)."""
+        cap = max_items or self.budget.bounds.max_items_per_list
+        items: list[Any] = []
+        token: str | None = None
+        while True:
+            page_query = {**(query or {}), "limit": min(self.budget.bounds.page_size, cap - len(items)),
+                          "continue": token}
+            result = self.get(path, what=what, response_type=response_type, path_params=path_params,
+                              query=page_query)
+            if isinstance(result, dict):
+                items.extend(result.get("items") or [])
+                token = (result.get("metadata") or {}).get("continue") or None
+            else:
+                items.extend(result.items or [])
+                token = result.metadata._continue if result.metadata else None
+            if not token:
+                return items, False
+            if len(items) >= cap:
+                return items, True
+
+
+def _mapped(exc: ApiException, *, what: str) -> Exception:
+    body: dict[str, Any] = {}
+    try:
+        body = json.loads(exc.body or "{}")
+    except (ValueError, TypeError):
+        body = {}
+    message = body.get("message") or exc.reason or ""
+    if exc.status == 403:
+        return CollectorFailure(outcome=CollectorOutcome.FORBIDDEN, detail=f"{what}: forbidden (403): {message}"[:300])
+    if exc.status == 404:
+        if body.get("details", {}).get("name"):
+            return ObjectNotFound(f"{what}: {message}")
+        return GroupNotServed(f"{what}: the API server does not serve it (404)")
+    if exc.status in (408, 504):
+        return DeadlineExceeded(f"{what}: server timeout ({exc.status})")
+    return CollectorFailure(outcome=CollectorOutcome.ERROR, detail=f"{what}: HTTP {exc.status}: {message}"[:300])
+
+
+def parse_time(value: Any) -> datetime:
+    """A wire timestamp (or None) to an aware datetime; now when absent."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, str) and value:
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            return utcnow()
+    return utcnow()
+
+
+def observation(*, kind: str, subject: str, text: str, command: str, fields: dict[str, Any],
+                observed_at: Any = None, source: str = "kubernetes") -> Observation:
+    """Build one observation with a parsed timestamp."""
+    return Observation(source=source, kind=kind, subject=subject, text=text, command=command,
+                       observed_at=parse_time(observed_at), fields=fields)

@@ -1,0 +1,81 @@
+"""The Kubernetes snapshot plan: which collector steps run in which stage, for one target."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from bot.diagnosis.collectors.kube import aiperf, kueue
+from bot.diagnosis.collectors.kube import events as kube_events
+from bot.diagnosis.collectors.kube import logs as kube_logs
+from bot.diagnosis.collectors.kube import nodes as kube_nodes
+from bot.diagnosis.collectors.kube import pods as kube_pods
+from bot.diagnosis.collectors.kube import workloads as kube_workloads
+from bot.diagnosis.collectors.kube.calls import Caller, build_api_client
+from bot.diagnosis.collectors.kube.context import KubeContext
+from bot.diagnosis.engine import Budget, Stage, Step
+from bot.evidence.targets import Target
+
+MAX_PODS_IN_DETAIL = 16
+MAX_NODES_IN_DETAIL = 16
+
+
+def context_for(*, target: Target, budget: Budget, api_client: Any = None, kubeconfig: Any = None,
+                kube_context: str | None = None, in_cluster: bool = False) -> KubeContext:
+    """A collector context with the given client, or one built from kubeconfig / in-cluster settings."""
+    api = api_client or build_api_client(kubeconfig=kubeconfig, context=kube_context, in_cluster=in_cluster,
+                                         pool_size=budget.bounds.max_concurrency)
+    return KubeContext(target=target, caller=Caller(api=api, budget=budget))
+
+
+def _pod_priority(pod: dict[str, Any]) -> int:
+    """Failing pods first so the detail caps keep what matters."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    if any(int(item.get("restartCount") or 0) or (item.get("state") or {}).get("waiting")
+           or ((item.get("state") or {}).get("terminated") or {}).get("exitCode") for item in statuses):
+        return 0
+    return 0 if (pod.get("status") or {}).get("phase") in ("Pending", "Failed", "Unknown") else 1
+
+
+def plan(ctx: KubeContext) -> Sequence[Stage]:
+    """Stage 1 finds the workload, stage 2 its pods/queue/status, stage 3 events, nodes and logs."""
+
+    def stage_workload() -> list[Step]:
+        return [Step(collector="workload", run=functools.partial(kube_workloads.resolve_workload, ctx))]
+
+    def stage_members() -> list[Step]:
+        if ctx.workload is None:
+            return []
+        return [Step(collector="pods", run=functools.partial(kube_pods.collect_pods, ctx)),
+                Step(collector="kueue", run=functools.partial(kueue.collect_kueue, ctx)),
+                Step(collector="aiperf", run=functools.partial(aiperf.collect_aiperf, ctx))]
+
+    def stage_details() -> list[Step]:
+        if ctx.workload is None:
+            return []
+        ctx.pods.sort(key=_pod_priority)
+        pods = ctx.pods[:MAX_PODS_IN_DETAIL]
+        steps = [Step(collector="events", run=functools.partial(
+            kube_events.collect_object_events, ctx, kind=ctx.kind.value if ctx.kind else "job",
+            name=ctx.target.name))]
+        steps += [Step(collector="events", run=functools.partial(
+            kube_events.collect_object_events, ctx, kind="pod", name=pod["metadata"]["name"])) for pod in pods]
+        nodes = ctx.node_names[:MAX_NODES_IN_DETAIL]
+        for node in nodes:
+            steps.append(Step(collector="nodes", run=functools.partial(kube_nodes.collect_node, ctx, node=node)))
+            steps.append(Step(collector="events", run=functools.partial(
+                kube_events.collect_node_events, ctx, node=node)))
+        pod_names = {pod["metadata"]["name"] for pod in pods}
+        steps += [Step(collector="logs", run=functools.partial(kube_logs.collect_log, ctx, target=target))
+                  for target in kube_logs.choose_containers(ctx) if target.pod in pod_names]
+        if len(ctx.pods) > MAX_PODS_IN_DETAIL:
+            steps.append(Step(collector="pods", run=functools.partial(
+                _note, note=f"{len(ctx.pods)} pods; events and logs read for the first {MAX_PODS_IN_DETAIL}")))
+        return steps
+
+    return (stage_workload, stage_members, stage_details)
+
+
+def _note(sink: Any, *, note: str) -> None:
+    sink.truncate(note)

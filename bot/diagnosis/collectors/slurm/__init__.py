@@ -1,0 +1,1 @@
+"""Slurm collectors: scontrol/sacct (CLI) or slurmrestd, each call bounded."""

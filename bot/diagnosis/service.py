@@ -1,0 +1,202 @@
+"""One entry point for `/triage job <id>` and the terminal: bounded snapshot, classification, one report."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bot.config import Settings
+from bot.diagnosis import engine as snapshot
+from bot.diagnosis.collectors.kube import calls as kube_calls
+from bot.diagnosis.collectors.kube import plan as kube_plan
+from bot.evidence import redact
+from bot.evidence.findings import (
+    CollectorOutcome,
+    CollectorReport,
+    Evidence,
+    Finding,
+    Observation,
+    Severity,
+    Verdict,
+    utcnow,
+)
+from bot.evidence.report import Diagnoser, Diagnosis, SnapshotReport, SnapshotUnavailable
+from bot.evidence.targets import Platform, Target, parse_target
+
+ClusterUnreachable = kube_calls.ClusterUnreachable
+
+
+class TargetNotFound(SnapshotUnavailable, LookupError):
+    """No workload of any accepted kind has that name in that namespace."""
+
+
+def classify(observations: Sequence[Observation]) -> Diagnosis:
+    """The classifier (bot.diagnosis.classify); a placeholder that says so only when that package is absent."""
+    try:
+        from bot.diagnosis.classify import diagnose_observations
+    except ImportError:
+        return Diagnosis(verdict=Verdict(
+            layer=None, confidence=0.0,
+            summary=f"Classifier not available in this build (bot.diagnosis.classify missing); {len(observations)} "
+                    "observations collected, no verdict drawn."), findings=())
+    return diagnose_observations(observations)
+
+
+def diagnose(*, target: Target | str, settings: Settings, api_client: Any = None) -> SnapshotReport:
+    """Take one bounded snapshot of `target` and classify it; raises TargetNotFound / ClusterUnreachable."""
+    parsed = parse_target(target) if isinstance(target, str) else target
+    taken_at = utcnow()
+    if parsed.platform is Platform.SLURM:
+        from bot.diagnosis.slurm import diagnose_slurm  # Slurm-only path: keeps Kubernetes startup light
+
+        report = diagnose_slurm(target=parsed, settings=settings)
+        unknown = next((item for item in report.observations
+                        if item.kind == "slurm_job" and item.fields.get("found") is False), None)
+        if unknown is not None:
+            raise TargetNotFound(unknown.text)
+        return report
+    kube_calls.preload_models()  # once per process; not charged to the snapshot's deadline
+    budget = snapshot.Budget(bounds=settings.bounds)
+    try:
+        ctx = kube_plan.context_for(target=parsed, budget=budget, api_client=api_client,
+                                    kubeconfig=settings.kubeconfig, kube_context=settings.kube_context,
+                                    in_cluster=settings.in_cluster)
+    except Exception as exc:
+        raise ClusterUnreachable(
+            f"no Kubernetes credentials ({exc}); set KUBECONFIG, or TRIAGE_IN_CLUSTER=true inside a cluster"
+        ) from exc
+    try:
+        result = snapshot.run_snapshot(stages=kube_plan.plan(ctx), budget=budget)
+    finally:
+        if api_client is None:
+            ctx.caller.api.close()  # we built it: release its connection pool (per snapshot, not per process)
+    if ctx.unreachable:
+        raise ClusterUnreachable(ctx.unreachable)
+    workload_report = next((r for r in result.reports if r.name == "workload"), None)
+    if ctx.workload is None and workload_report is not None and workload_report.outcome is CollectorOutcome.OK:
+        raise TargetNotFound(f"no Job, JobSet, PyTorchJob or AIPerfJob named {parsed.name} in namespace "
+                             f"{parsed.namespace}" if not parsed.kind else
+                             f"no {parsed.kind.value} named {parsed.name} in namespace {parsed.namespace}")
+    observations = list(result.observations) + _engine_observations(result.reports)
+    diagnosis = classify(observations)
+    extra = _snapshot_findings(observations, already={f.rule for f in diagnosis.findings})
+    return redact.redact_report(SnapshotReport(  # evidence leaves the engine redacted, whoever renders it
+        target=parsed.key, target_kind=ctx.kind.value if ctx.kind else (parsed.kind.value if parsed.kind else ""),
+        taken_at=taken_at, elapsed_ms=budget.elapsed_ms(), verdict=diagnosis.verdict,
+        findings=tuple(diagnosis.findings) + tuple(extra), collectors=result.reports,
+        observations=tuple(observations), placement=placement_from(observations),
+        not_checked=result.not_checked, unexplained=diagnosis.unexplained))
+
+
+def _engine_observations(reports: Sequence[CollectorReport]) -> list[Observation]:
+    """What the snapshot could not see is itself evidence: 403s and incomplete collectors."""
+    now = utcnow()
+    items = []
+    for report in reports:
+        if report.outcome is CollectorOutcome.FORBIDDEN:
+            items.append(Observation(
+                source="snapshot", kind="api_forbidden", subject=f"collector/{report.name}",
+                text=f"RBAC denied the {report.name} collector: {report.detail}",
+                command="kubectl auth can-i --list --as=system:serviceaccount:<ns>:triage-bot", observed_at=now,
+                fields={"collector": report.name, "status": 403, "message": report.detail}))
+        elif report.outcome in (CollectorOutcome.TIMEOUT, CollectorOutcome.ERROR, CollectorOutcome.PARTIAL):
+            items.append(Observation(
+                source="snapshot", kind="collector_incomplete", subject=f"collector/{report.name}",
+                text=f"{report.name} collector {report.outcome.value}: {report.detail}", command="",
+                observed_at=now, fields={"collector": report.name, "outcome": report.outcome.value,
+                                         "detail": report.detail}))
+    return items
+
+
+def _snapshot_findings(observations: Sequence[Observation], *, already: set[str]) -> list[Finding]:
+    """Permission and missing-API findings the responder must know, whatever the classifier concluded."""
+    findings = []
+    for item in observations:
+        if item.kind == "api_forbidden" and "snapshot.forbidden" not in already:
+            summary = f"The bot may not read everything: {item.text}"
+            next_step = ("Grant the bot's ServiceAccount read access (get/list/watch) for this resource, or run "
+                         "the kubectl command yourself")
+            expected, rule = "200 OK", "snapshot.forbidden"
+        elif item.kind == "api_group_missing" and "snapshot.api_group_missing" not in already:
+            summary = item.text
+            next_step = f"Check the CRD is installed: {item.command}"
+            expected, rule = "API group served", "snapshot.api_group_missing"
+        else:
+            continue
+        findings.append(Finding(
+            layer=None, rule=rule, severity=Severity.MEDIUM, summary=summary, subject=item.subject,
+            next_step=next_step, evidence=(Evidence(source=item.source, command=item.command, excerpt=item.text,
+                                                    observed_at=item.observed_at, expected=expected,
+                                                    observed=str(item.fields.get("status", ""))),)))
+    return findings
+
+
+def placement_from(observations: Sequence[Observation]) -> dict[str, str]:
+    """The handoff's versions-and-placement facts: images with digests, nodes, GPU products, driver/CUDA/NCCL."""
+    placement: dict[str, list[str]] = {}
+
+    def add(key: str, value: Any) -> None:
+        if value in (None, "", {}):
+            return
+        values = placement.setdefault(key, [])
+        if str(value) not in values:
+            values.append(str(value))
+
+    for item in observations:
+        fields = item.fields
+        if item.kind == "container_state":
+            digest = (fields.get("image_id") or "").rpartition("@")[2]
+            add(f"image:{fields.get('container')}", f"{fields.get('image')}" + (f"@{digest}" if digest else ""))
+        elif item.kind == "container_spec":
+            if f"image:{fields.get('container')}" not in placement:
+                add(f"image:{fields.get('container')}", fields.get("image"))
+            for name, value in sorted((fields.get("env") or {}).items()):
+                add(f"env:{name}", value)
+        elif item.kind == "pod_phase":
+            add("nodes", fields.get("node"))
+        elif item.kind == "node_capacity":
+            node = item.subject.removeprefix("node/")
+            add(f"gpu_product:{node}", fields.get("gpu_product"))
+            add(f"driver:{node}", fields.get("driver_version"))
+            add(f"cuda:{node}", fields.get("cuda_version"))
+            add(f"kubelet:{node}", fields.get("kubelet_version"))
+        elif item.kind == "log_line" and fields.get("nccl_version"):
+            add("nccl_version", fields["nccl_version"])
+    return {key: ", ".join(values) for key, values in placement.items()}
+
+
+class _LabServers:
+    """Lab API servers started on demand for the demo, one per scenario, alive for the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kubeconfigs: dict[str, Path] = {}
+        self._servers: list[Any] = []
+
+    def kubeconfig(self, scenario: str) -> Path:
+        from bot.lab import kube_api, scenarios
+
+        with self._lock:
+            if scenario not in self._kubeconfigs:
+                server = kube_api.KubeApiServer(state=scenarios.build(scenario).state).start()
+                self._servers.append(server)
+                folder = Path(tempfile.mkdtemp(prefix=f"triage-lab-{scenario}-"))
+                self._kubeconfigs[scenario] = server.write_kubeconfig(path=folder / "kubeconfig")
+            return self._kubeconfigs[scenario]
+
+
+_LAB = _LabServers()
+
+
+def lab_diagnoser(*, scenario: str = "nccl-ib") -> Diagnoser:
+    """A Diagnoser bound to a lab cluster (started on first use): the demo runs the real engine against it."""
+
+    def run(*, target: Target | str, settings: Settings, **_: Any) -> SnapshotReport:
+        lab_settings = settings.model_copy(update={"kubeconfig": _LAB.kubeconfig(scenario), "kube_context": None,
+                                                   "in_cluster": False})
+        return diagnose(target=target, settings=lab_settings)
+
+    return run

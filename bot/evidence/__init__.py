@@ -1,0 +1,1 @@
+"""The shared vocabulary: observations, findings, reports, targets, and redaction."""

@@ -1,0 +1,72 @@
+"""Evidence read back from an incident's stored snapshot JSON, so Slack can diff or scope it without a re-run."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from bot.diagnosis.collectors.fabric import nccl as fabric
+from bot.evidence.findings import Observation, utcnow
+
+# Observation kinds whose text holds NCCL log lines, and the field that names the host that logged them.
+_LOG_KINDS = ("nccl_error", "log_line", "log_tail")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FabricEvidence:
+    """The scope decision (None when no fabric error was logged) and the NCCL error events behind it."""
+
+    scope: dict[str, Any] | None
+    events: tuple[Observation, ...]
+    hosts_with_logs: tuple[str, ...]
+
+
+def observation_from_dict(data: Mapping[str, Any]) -> Observation:
+    """One stored observation (its `to_dict` form) back as an Observation."""
+    raw_time = str(data.get("observed_at") or "")
+    try:
+        observed_at = datetime.fromisoformat(raw_time)
+    except ValueError:
+        observed_at = utcnow()
+    return Observation(
+        source=str(data.get("source", "")),
+        kind=str(data.get("kind", "")),
+        subject=str(data.get("subject", "")),
+        text=str(data.get("text", "")),
+        command=str(data.get("command", "")),
+        observed_at=observed_at,
+        fields=dict(data.get("fields") or {}),
+    )
+
+
+def observations_of(report: Mapping[str, Any]) -> list[Observation]:
+    """Every observation a stored snapshot kept (empty for a report stored without them)."""
+    return [observation_from_dict(item) for item in report.get("observations") or ()]
+
+
+def host_logs(observations: Iterable[Observation]) -> dict[str, str]:
+    """Log text per host (the node a pod ran on, or the host NCCL names), each line once, in order."""
+    lines: dict[str, dict[str, None]] = {}
+    for item in observations:
+        if item.kind not in _LOG_KINDS:
+            continue
+        host = str(item.fields.get("host") or item.fields.get("node") or "").strip()
+        if not host:
+            continue
+        text = str(item.fields.get("line") or item.text) if item.kind != "log_tail" else item.text
+        seen = lines.setdefault(host, {})
+        for line in text.splitlines():
+            if line.strip():
+                seen.setdefault(line, None)
+    return {host: "\n".join(found) + "\n" for host, found in lines.items()}
+
+
+def fabric_evidence(*, observations: Iterable[Observation], subject: str, max_events: int = 500) -> FabricEvidence:
+    """Run the fabric scope logic over the NCCL lines a snapshot collected."""
+    logs = host_logs(observations)
+    found = fabric.fabric_observations(logs=logs, observed_at=utcnow(), subject=subject, max_events=max_events)
+    scope = next((item.fields for item in found if item.kind == "fabric_scope"), None)
+    events = tuple(item for item in found if item.kind == "nccl_error")
+    return FabricEvidence(scope=scope, events=events, hosts_with_logs=tuple(sorted(logs)))

@@ -1,0 +1,604 @@
+"""The incident lifecycle: open (one per workload), status, roles, notes, snapshots and the timeline.
+
+Every method is one transaction: it either happens entirely (state change plus its timeline entry)
+or not at all. Callers get plain, frozen views, never ORM rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+
+from bot.config import Settings
+from bot.evidence import findings, redact
+from bot.evidence.report import Diagnoser, SnapshotReport
+from bot.evidence.targets import Target, parse_target
+from storage.db import session_scope
+from storage.repositories import incidents as incident_repo
+from storage.tables.incidents import (
+    INCIDENT_STATUSES,
+    Incident,
+    ProcessedRequest,
+    RoleAssignment,
+    Snapshot,
+    TimelineEntry,
+)
+
+STATUSES = INCIDENT_STATUSES
+BASE_ROLES = ("commander", "owner", "scribe", "observer")
+MULTI_HOLDER_ROLES = frozenset({"owner", "observer"})
+MAX_NOTE_CHARS = 3000
+BOT_ACTOR = "triage-bot"
+OPEN_ATTEMPTS = 5
+SEVERITIES = tuple(item.value for item in findings.Severity)
+SNAPSHOT_STARTED = "snapshot_started"
+SNAPSHOT_INTERRUPTED = "snapshot_interrupted"
+SNAPSHOT_KINDS = frozenset({SNAPSHOT_STARTED, "snapshot", "snapshot_failed", SNAPSHOT_INTERRUPTED})
+
+
+class IncidentError(ValueError):
+    """A request the lifecycle refuses; the message is safe to show a user and says what to do."""
+
+
+class IncidentNotFound(IncidentError):
+    """No incident matches the key or channel."""
+
+
+class DuplicateRequest(IncidentError):
+    """This Slack request was already handled (a retry, or another replica got it first)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RoleView:
+    """One current role holder."""
+
+    role: str
+    user_id: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class IncidentView:
+    """An incident as the edges see it."""
+
+    key: str
+    title: str
+    target: str
+    workload_key: str
+    status: str
+    severity: str | None
+    verdict_layer: str | None
+    channel_id: str
+    thread_ts: str | None
+    opened_by: str
+    opened_at: datetime
+    updated_at: datetime
+    resolved_at: datetime | None
+    roles: tuple[RoleView, ...] = ()
+
+    @property
+    def is_open(self) -> bool:
+        """Open until resolved."""
+        return self.status != "resolved"
+
+    def holders(self, role: str) -> tuple[str, ...]:
+        """User ids currently holding `role`."""
+        return tuple(item.user_id for item in self.roles if item.role == role)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TimelineItem:
+    """One timeline entry."""
+
+    at: datetime
+    actor: str
+    kind: str
+    text: str
+    data: dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OpenResult:
+    """What `open_for_target` did: opened a new incident, or found the open one."""
+
+    incident: IncidentView
+    created: bool
+
+
+def normalise_role(raw: str) -> str:
+    """Accept commander/owner/scribe/observer and `owner:<layer>`; raise IncidentError otherwise."""
+    role = raw.strip().lower()
+    if role in BASE_ROLES:
+        return role
+    if role.startswith("owner:"):
+        layer = role.split(":", 1)[1]
+        if layer in {item.value for item in findings.Layer}:
+            return role
+        layers = ", ".join(item.value for item in findings.Layer)
+        raise IncidentError(f"`{layer[:30]}` is not a layer. Use `owner:<layer>` with one of: {layers}.")
+    raise IncidentError(
+        f"`{role[:30]}` is not a role. Roles: commander, owner, scribe, observer, or owner:<layer>."
+    )
+
+
+def worst_severity(report: SnapshotReport) -> str | None:
+    """The most severe finding's severity, or None when nothing was found."""
+    if not report.findings:
+        return None
+    return min((finding.severity for finding in report.findings), key=lambda item: item.rank).value
+
+
+class IncidentService:
+    """The lifecycle over one database; the diagnoser is injected so no cluster is assumed."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        diagnoser: Diagnoser | None,
+        clock: Callable[[], datetime] = findings.utcnow,
+        admin_user_ids: frozenset[str] = frozenset(),
+    ) -> None:
+        self.engine = engine
+        self.diagnoser = diagnoser
+        self.clock = clock
+        # Tells this process's snapshots from those of an earlier run of the same instance.
+        self.boot_id = uuid.uuid4().hex
+        self.admin_user_ids = admin_user_ids
+
+    # --- opening -------------------------------------------------------------------------------
+
+    def open_for_target(self, *, target: Target, channel_id: str, opened_by: str) -> OpenResult:
+        """Open an incident for the workload, or return the one already open (never two)."""
+        for attempt in range(OPEN_ATTEMPTS):
+            try:
+                return self._open_once(target=target, channel_id=channel_id, opened_by=opened_by)
+            except IntegrityError:
+                # Another replica (or a Slack retry) opened this workload, or took the next number,
+                # between our read and our insert; the next pass finds theirs or takes the next one.
+                if attempt == OPEN_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _open_once(self, *, target: Target, channel_id: str, opened_by: str) -> OpenResult:
+        with session_scope(self.engine) as session:
+            existing = incident_repo.open_for_workload(session, workload_key=target.workload_key)
+            if existing is not None:
+                return OpenResult(incident=self._view(session, existing), created=False)
+            now = self.clock()
+            number = incident_repo.next_number(session)
+            incident = Incident(
+                number=number,
+                key=f"INC-{number:04d}",
+                title=f"{target.key} needs triage",
+                target=target.key,
+                target_platform=target.platform.value,
+                workload_key=target.workload_key,
+                status="investigating",
+                channel_id=channel_id,
+                opened_by=opened_by,
+                opened_at=now,
+                updated_at=now,
+            )
+            session.add(incident)
+            session.flush()
+            self._entry(session, incident, actor=opened_by, kind="opened", text=f"Opened for `{target.key}`")
+            self._grant(session, incident, role="commander", user_id=opened_by, actor=opened_by)
+            session.flush()
+            return OpenResult(incident=self._view(session, incident), created=True)
+
+    def attach_root_message(self, *, incident_key: str, channel_id: str, ts: str) -> IncidentView:
+        """Remember the root message: everything about the incident threads under it."""
+        with session_scope(self.engine) as session:
+            incident = self._get(session, incident_key)
+            incident.channel_id = channel_id
+            incident.thread_ts = ts
+            session.add(incident)
+            return self._view(session, incident)
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def set_status(self, *, incident_key: str, status: str, actor: str) -> IncidentView:
+        """Move the incident along investigating -> ... -> resolved."""
+        wanted = status.strip().lower()
+        if wanted not in STATUSES:
+            raise IncidentError(f"`{wanted[:30]}` is not a status. Use one of: {', '.join(STATUSES)}.")
+        with session_scope(self.engine) as session:
+            incident = self._get(session, incident_key)
+            if incident.status == "resolved":
+                raise IncidentError(
+                    f"{incident.key} is already resolved; open a new one with `/triage job {incident.target}`."
+                )
+            previous = incident.status
+            if previous == wanted:
+                raise IncidentError(f"{incident.key} is already {wanted}.")
+            now = self.clock()
+            incident.status = wanted
+            incident.updated_at = now
+            if wanted == "resolved":
+                incident.resolved_at = now
+            session.add(incident)
+            self._entry(
+                session,
+                incident,
+                actor=actor,
+                kind="status",
+                text=f"Status {previous} -> {wanted}",
+                data={"from": previous, "to": wanted},
+            )
+            return self._view(session, incident)
+
+    def set_severity(self, *, incident_key: str, severity: str, actor: str) -> IncidentView:
+        """Change the severity by hand (it sets the update-reminder interval)."""
+        wanted = severity.strip().lower()
+        if wanted not in SEVERITIES:
+            raise IncidentError(f"`{wanted[:20]}` is not a severity. Use one of: {', '.join(SEVERITIES)}.")
+        with session_scope(self.engine) as session:
+            incident = self._get(session, incident_key)
+            previous = incident.severity or "unknown"
+            incident.severity = wanted
+            incident.updated_at = self.clock()
+            session.add(incident)
+            self._entry(
+                session,
+                incident,
+                actor=actor,
+                kind="severity",
+                text=f"Severity {previous} -> {wanted}",
+                data={"from": previous, "to": wanted},
+            )
+            return self._view(session, incident)
+
+    def reopen(self, *, incident_key: str, actor: str) -> IncidentView:
+        """Bring a resolved incident back to investigating, unless its workload has another open one."""
+        try:
+            with session_scope(self.engine) as session:
+                incident = self._get(session, incident_key)
+                if incident.status != "resolved":
+                    raise IncidentError(f"{incident.key} is {incident.status}, not resolved; nothing to reopen.")
+                incident.status = "investigating"
+                incident.resolved_at = None
+                incident.updated_at = self.clock()
+                session.add(incident)
+                self._entry(
+                    session,
+                    incident,
+                    actor=actor,
+                    kind="status",
+                    text="Status resolved -> investigating (reopened)",
+                    data={"from": "resolved", "to": "investigating"},
+                )
+        except IntegrityError:
+            raise IncidentError(
+                f"{incident_key} cannot be reopened: its workload already has another open incident."
+            ) from None
+        return self.get(incident_key=incident_key)
+
+    def assign(self, *, incident_key: str, user_id: str, role: str, actor: str) -> IncidentView:
+        """Give `user_id` a role; single-holder roles (commander, scribe, owner:<layer>) move."""
+        normalised = normalise_role(role)
+        with session_scope(self.engine) as session:
+            incident = self._get(session, incident_key)
+            self._require_open(incident)
+            if normalised == "commander":
+                self._require_commander(session, incident, actor=actor, action="hand over command")
+            self._grant(session, incident, role=normalised, user_id=user_id, actor=actor)
+            incident.updated_at = self.clock()
+            session.add(incident)
+            return self._view(session, incident)
+
+    def add_note(self, *, incident_key: str, text: str, actor: str) -> TimelineItem:
+        """Add a free-text note to the timeline."""
+        body = text.strip()
+        if not body:
+            raise IncidentError("The note is empty. Type `/triage note <what you saw or did>`.")
+        if len(body) > MAX_NOTE_CHARS:
+            raise IncidentError(f"Notes are at most {MAX_NOTE_CHARS} characters; this one is {len(body)}.")
+        with session_scope(self.engine) as session:
+            incident = self._get(session, incident_key)
+            entry = self._entry(session, incident, actor=actor, kind="note", text=body)
+            incident.updated_at = entry.at
+            session.add(incident)
+            return _timeline_item(entry)
+
+    def add_timeline_entry(
+        self, *, incident_key: str, actor: str, kind: str, text: str, data: dict[str, Any] | None = None
+    ) -> TimelineItem:
+        """For other areas (changes, handoffs, reminders): one entry, in its own transaction."""
+        with session_scope(self.engine) as session:
+            incident = self._get(session, incident_key)
+            return _timeline_item(
+                self._entry(session, incident, actor=actor, kind=kind, text=text, data=data)
+            )
+
+    # --- snapshots -----------------------------------------------------------------------------
+
+    def run_snapshot(
+        self, *, incident_key: str, settings: Settings, actor: str = BOT_ACTOR
+    ) -> SnapshotReport:
+        """Ask the diagnoser about the incident's workload and store what it says."""
+        if self.diagnoser is None:
+            raise IncidentError("No diagnoser is configured, so no snapshot can be taken.")
+        incident = self.get(incident_key=incident_key)
+        # Marked as running first, so a restart can tell the snapshot was interrupted.
+        self.add_timeline_entry(
+            incident_key=incident_key,
+            actor=actor,
+            kind=SNAPSHOT_STARTED,
+            text=f"Snapshot of `{incident.target}` started",
+            data={"instance": settings.instance_id, "boot": self.boot_id},
+        )
+        # Redacted before it is stored or posted: the caller posts exactly what we return.
+        report = redact.redact_report(self.diagnoser(target=parse_target(incident.target), settings=settings))
+        self.record_snapshot(incident_key=incident_key, report=report, actor=actor)
+        return report
+
+    def record_snapshot(self, *, incident_key: str, report: SnapshotReport, actor: str = BOT_ACTOR) -> None:
+        """Store the report JSON (observations included), its verdict and a timeline entry."""
+        payload = redact.redact_report(report).to_dict(include_observations=True)
+        with session_scope(self.engine) as session:
+            incident = self._get(session, incident_key)
+            layer = report.verdict.layer.value if report.verdict.layer else None
+            session.add(
+                Snapshot(
+                    incident_id=_row_id(incident),
+                    taken_at=report.taken_at,
+                    target=report.target,
+                    verdict_layer=layer,
+                    report=payload,
+                )
+            )
+            incident.severity = worst_severity(report) or incident.severity
+            incident.verdict_layer = layer
+            incident.updated_at = self.clock()
+            session.add(incident)
+            summary = (
+                f"Snapshot: {len(report.findings)} finding(s); verdict {layer or 'undetermined'} "
+                f"({report.verdict.confidence:.0%}): {report.verdict.summary}"
+            )
+            self._entry(
+                session,
+                incident,
+                actor=actor,
+                kind="snapshot",
+                text=summary[:4000],
+                data={
+                    "verdict_layer": layer,
+                    "findings": len(report.findings),
+                    "elapsed_ms": report.elapsed_ms,
+                },
+            )
+
+    def recover_interrupted_snapshots(self, *, instance_id: str, stale_after: timedelta) -> list[str]:
+        """At startup: snapshots that were running when this instance last stopped (or that no
+        replica finished within `stale_after`) are marked interrupted on their incident's timeline."""
+        now = self.clock()
+
+        def abandoned(started: Any) -> bool:
+            data = started.data or {}
+            restarted = data.get("instance") == instance_id and data.get("boot") != self.boot_id
+            return restarted or now - started.at >= stale_after  # else another replica may still be taking it
+
+        return self._mark_interrupted(abandoned)
+
+    def interrupt_running_snapshots(self, *, instance_id: str) -> list[str]:
+        """At shutdown, after the grace period: snapshots this very process is still taking are marked
+        interrupted now, so nothing is left looking like it is running."""
+
+        def ours(started: Any) -> bool:
+            data = started.data or {}
+            return data.get("instance") == instance_id and data.get("boot") == self.boot_id
+
+        return self._mark_interrupted(ours)
+
+    def _mark_interrupted(self, should_mark: Callable[[Any], bool]) -> list[str]:
+        """Open incidents whose last snapshot entry is a start that `should_mark` accepts get an
+        interrupted entry; returns their keys."""
+        interrupted: list[str] = []
+        with session_scope(self.engine) as session:
+            for incident in incident_repo.all_open(session):
+                entries = incident_repo.timeline(session, incident_id=incident.id)
+                last = next((item for item in reversed(entries) if item.kind in SNAPSHOT_KINDS), None)
+                if last is None or last.kind != SNAPSHOT_STARTED or not should_mark(last):
+                    continue
+                self._entry(
+                    session,
+                    incident,
+                    actor=BOT_ACTOR,
+                    kind=SNAPSHOT_INTERRUPTED,
+                    text=(
+                        f"Snapshot interrupted: the bot stopped while taking it (started "
+                        f"{last.at:%H:%M:%S} UTC); its findings were not saved."
+                    ),
+                    data={"started_at": last.at.isoformat()},
+                )
+                interrupted.append(incident.key or "")
+        return interrupted
+
+    def snapshots(self, *, incident_key: str) -> list[dict[str, Any]]:
+        """Stored snapshot reports (the stable JSON), oldest first."""
+        with session_scope(self.engine) as session:
+            incident = self._get(session, incident_key)
+            return [
+                dict(row.report) for row in incident_repo.snapshots(session, incident_id=_row_id(incident))
+            ]
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def get(self, *, incident_key: str) -> IncidentView:
+        """One incident by key."""
+        with session_scope(self.engine) as session:
+            return self._view(session, self._get(session, incident_key))
+
+    def open_in_channel(self, *, channel_id: str) -> IncidentView:
+        """The channel's open incident; asks for a key when there are several."""
+        with session_scope(self.engine) as session:
+            rows = incident_repo.open_in_channel(session, channel_id=channel_id)
+            if not rows:
+                raise IncidentNotFound(
+                    "There is no open incident in this channel. Open one with `/triage job <id>`, "
+                    "or name one: `/triage <subcommand> INC-0042 ...`."
+                )
+            if len(rows) > 1:
+                keys = ", ".join(row.key for row in rows[:10])
+                raise IncidentError(
+                    f"This channel has {len(rows)} open incidents ({keys}). Name one, e.g. "
+                    f"`/triage status {rows[0].key} mitigated`."
+                )
+            return self._view(session, rows[0])
+
+    def latest(self) -> IncidentView | None:
+        """The most recently opened incident, open or not."""
+        with session_scope(self.engine) as session:
+            row = incident_repo.latest(session)
+            return None if row is None else self._view(session, row)
+
+    def list_open(self) -> list[IncidentView]:
+        """Every open incident, oldest first."""
+        with session_scope(self.engine) as session:
+            return [self._view(session, row) for row in incident_repo.all_open(session)]
+
+    def open_count_by_severity(self) -> dict[str, int]:
+        """For the metrics gauge."""
+        with session_scope(self.engine) as session:
+            return incident_repo.open_count_by_severity(session)
+
+    def timeline(self, incident_key: str) -> list[TimelineItem]:
+        """The timeline in the order it happened."""
+        with session_scope(self.engine) as session:
+            incident = self._get(session, incident_key)
+            return [
+                _timeline_item(row) for row in incident_repo.timeline(session, incident_id=_row_id(incident))
+            ]
+
+    # --- exactly-once --------------------------------------------------------------------------
+
+    def prune_processed_requests(self, *, older_than: datetime) -> int:
+        """Forget request fingerprints older than Slack's retry window (scheduled housekeeping)."""
+        with session_scope(self.engine) as session:
+            return incident_repo.delete_processed_before(session, cutoff=older_than)
+
+    def claim_request(self, *, fingerprint: str, kind: str) -> bool:
+        """True the first time a request fingerprint is seen, by any replica; False for repeats."""
+        try:
+            with session_scope(self.engine) as session:
+                session.add(
+                    ProcessedRequest(fingerprint=fingerprint[:128], kind=kind[:64], processed_at=self.clock())
+                )
+            return True
+        except IntegrityError:
+            return False
+
+    # --- internals -----------------------------------------------------------------------------
+
+    def _get(self, session: Any, key: str) -> Incident:
+        incident = incident_repo.by_key(session, key=key.strip().upper())
+        if incident is None:
+            raise IncidentNotFound(f"There is no incident {key[:20]}. `/triage list` shows the open ones.")
+        return incident
+
+    def _require_commander(self, session: Any, incident: Incident, *, actor: str, action: str) -> None:
+        """Command moves only by the current commander's hand (or an admin's, or when nobody holds it)."""
+        commanders = [
+            item.user_id
+            for item in incident_repo.active_roles(session, incident_id=_row_id(incident))
+            if item.role == "commander"
+        ]
+        if commanders and actor not in commanders and actor not in self.admin_user_ids:
+            raise IncidentError(
+                f"Only the commander (<@{commanders[0]}>) or an admin can {action} on {incident.key}; "
+                "ask them to run the command."
+            )
+
+    @staticmethod
+    def _require_open(incident: Incident) -> None:
+        if incident.status == "resolved":
+            raise IncidentError(f"{incident.key} is resolved; it no longer takes assignments.")
+
+    def _entry(
+        self,
+        session: Any,
+        incident: Incident,
+        *,
+        actor: str,
+        kind: str,
+        text: str,
+        data: dict[str, Any] | None = None,
+    ) -> TimelineEntry:
+        entry = TimelineEntry(
+            incident_id=_row_id(incident), at=self.clock(), actor=actor, kind=kind, text=text, data=data or {}
+        )
+        session.add(entry)
+        return entry
+
+    def _grant(self, session: Any, incident: Incident, *, role: str, user_id: str, actor: str) -> None:
+        current = incident_repo.active_roles(session, incident_id=_row_id(incident))
+        if any(item.role == role and item.user_id == user_id for item in current):
+            raise IncidentError(f"<@{user_id}> is already {role} of {incident.key}.")
+        replaced = []
+        if role not in MULTI_HOLDER_ROLES:
+            for item in current:
+                if item.role == role:
+                    item.active = False
+                    session.add(item)
+                    replaced.append(item.user_id)
+        session.add(
+            RoleAssignment(
+                incident_id=_row_id(incident),
+                role=role,
+                user_id=user_id,
+                assigned_by=actor,
+                assigned_at=self.clock(),
+            )
+        )
+        text = f"<@{user_id}> is {role}" + (f" (was <@{replaced[0]}>)" if replaced else "")
+        self._entry(
+            session,
+            incident,
+            actor=actor,
+            kind="assign",
+            text=text,
+            data={"role": role, "user_id": user_id, "replaced": replaced},
+        )
+        session.flush()
+
+    @staticmethod
+    def _view(session: Any, incident: Incident) -> IncidentView:
+        roles = tuple(
+            RoleView(role=item.role, user_id=item.user_id)
+            for item in incident_repo.active_roles(session, incident_id=_row_id(incident))
+        )
+        return IncidentView(
+            key=incident.key,
+            title=incident.title,
+            target=incident.target,
+            workload_key=incident.workload_key,
+            status=incident.status,
+            severity=incident.severity,
+            verdict_layer=incident.verdict_layer,
+            channel_id=incident.channel_id,
+            thread_ts=incident.thread_ts,
+            opened_by=incident.opened_by,
+            opened_at=incident.opened_at,
+            updated_at=incident.updated_at,
+            resolved_at=incident.resolved_at,
+            roles=roles,
+        )
+
+
+def _timeline_item(entry: TimelineEntry) -> TimelineItem:
+    return TimelineItem(
+        at=entry.at, actor=entry.actor, kind=entry.kind, text=entry.text, data=dict(entry.data or {})
+    )
+
+
+def _row_id(row: Incident) -> int:
+    """The primary key of a row that was flushed (always true inside these methods)."""
+    if row.id is None:
+        raise RuntimeError("incident row was not flushed")
+    return row.id

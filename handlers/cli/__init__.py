@@ -1,0 +1,1 @@
+"""The terminal edge: one module per `triage-bot` command, imported when that command runs."""

@@ -1,0 +1,203 @@
+"""Terminal surface for the snapshot: `triage job <id>` and the lab (`lab serve`, `lab list`)."""
+
+from __future__ import annotations
+
+import enum
+import json
+import tempfile
+import threading
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from bot.config import load_settings
+from bot.diagnosis import compare as compare_mod
+from bot.evidence.report import SnapshotReport
+from bot.evidence.targets import InvalidTarget, Platform, parse_target
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_UNREACHABLE = 0, 2, 3, 4
+
+
+class OutputFormat(enum.StrEnum):
+    """How `triage job` prints its report."""
+
+    TEXT = "text"
+    JSON = "json"
+    MARKDOWN = "markdown"
+
+
+def _fail(message: str, *, code: int) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=code)
+
+
+def _snapshot(*, raw: str, settings: Any) -> SnapshotReport:
+    from bot.diagnosis import service as diagnose_mod
+
+    try:
+        target = parse_target(raw)
+    except InvalidTarget as exc:
+        raise _fail(str(exc), code=EXIT_BAD_INPUT) from None
+    try:
+        return diagnose_mod.diagnose(target=target, settings=settings)
+    except diagnose_mod.TargetNotFound as exc:
+        hint = (f"Check the job id with `squeue -j {target.name}` or `sacct -j {target.name}`."
+                if target.platform is Platform.SLURM else
+                f"Check the namespace and name with `kubectl get jobs,jobsets,pytorchjobs,aiperfjobs "
+                f"-n {target.namespace}`.")
+        raise _fail(f"{exc}. {hint}", code=EXIT_NOT_FOUND) from None
+    except diagnose_mod.ClusterUnreachable as exc:
+        raise _fail(f"cluster unreachable: {exc}. Check --kubeconfig/--context and that the API server answers.",
+                    code=EXIT_UNREACHABLE) from None
+
+
+def render_markdown(report: SnapshotReport, differences: list[compare_mod.Difference] | None = None) -> str:
+    """The report as Markdown (for tickets and runbooks)."""
+    verdict = report.verdict
+    lines = [f"# Snapshot of `{report.target}` ({report.target_kind or 'unknown kind'})", "",
+             (f"**Verdict:** {verdict.layer.value if verdict.layer else 'undetermined'} "
+             f"(confidence {verdict.confidence:.2f}) — {verdict.summary}"), ""]
+    if report.findings:
+        lines.append("## Findings")
+        for finding in report.findings:
+            layer = finding.layer.value if finding.layer else "-"
+            lines.append(f"- **[{finding.severity.value}] {layer} / {finding.rule}**: {finding.summary}")
+            for evidence in finding.evidence:
+                lines.append(f"  - `{evidence.command}` → {evidence.excerpt[:300]}")
+            lines.append(f"  - Next: {finding.next_step}")
+        lines.append("")
+    if differences:
+        lines += ["## Compared with the healthy run", "", "| category | key | failing | healthy |", "|---|---|---|---|"]
+        lines += [f"| {d.category} | {d.key} | {d.failing} | {d.healthy} |" for d in differences]
+        lines.append("")
+    if report.placement:
+        lines.append("## Versions and placement")
+        lines += [f"- {key}: {value}" for key, value in report.placement.items()]
+        lines.append("")
+    lines.append("## Collectors")
+    lines += [f"- {c.name}: {c.outcome.value}, {c.items} items, {c.elapsed_ms} ms"
+              + (" (truncated)" if c.truncated else "") + (f" — {c.detail}" if c.detail else "")
+              for c in report.collectors]
+    if report.not_checked:
+        lines += ["", "Not checked: " + "; ".join(report.not_checked)]
+    lines += ["", f"Snapshot took {report.elapsed_ms} ms."]
+    return "\n".join(lines) + "\n"
+
+
+def render_text(console: Console, report: SnapshotReport, differences: list[compare_mod.Difference] | None) -> None:
+    """The report for a terminal, with rich tables."""
+    verdict = report.verdict
+    console.print(f"[bold]{report.target}[/bold] ({report.target_kind or 'unknown kind'}) — verdict: "
+                  f"[bold]{verdict.layer.value if verdict.layer else 'undetermined'}[/bold] "
+                  f"(confidence {verdict.confidence:.2f})", highlight=False)
+    console.print(verdict.summary, highlight=False)
+    for finding in report.findings:
+        console.print(f"\n[bold]{finding.severity.value.upper()}[/bold] "
+                      f"{finding.layer.value if finding.layer else '-'} {finding.rule}: {finding.summary}",
+                      highlight=False)
+        for evidence in finding.evidence:
+            console.print(f"  $ {evidence.command}\n    {evidence.excerpt[:300]}", highlight=False, markup=False)
+        console.print(f"  next: {finding.next_step}", highlight=False, markup=False)
+    if differences:
+        table = Table(title="Differs from the healthy run")
+        for column in ("category", "key", "failing", "healthy"):
+            table.add_column(column)
+        for item in differences:
+            table.add_row(item.category, item.key, item.failing, item.healthy)
+        console.print(table)
+    table = Table(title="Collectors")
+    for column in ("collector", "outcome", "items", "ms", "detail"):
+        table.add_column(column)
+    for item in report.collectors:
+        table.add_row(item.name, item.outcome.value + (" (truncated)" if item.truncated else ""), str(item.items),
+                      str(item.elapsed_ms), item.detail)
+    console.print(table)
+    console.print(f"snapshot: {report.elapsed_ms} ms", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Attach `triage` and `lab` command groups."""
+    triage = typer.Typer(help="Bounded diagnostic snapshots of one workload.", no_args_is_help=True)
+    lab = typer.Typer(help="Simulated clusters for the demo, practice and tests.", no_args_is_help=True)
+
+    @triage.command("job")
+    def job(
+        job_id: Annotated[str, typer.Argument(help="namespace/name, kind/namespace/name, or a Slurm job number")],
+        kubeconfig: Annotated[Path | None, typer.Option(help="kubeconfig file (default: $KUBECONFIG)")] = None,
+        context: Annotated[str | None, typer.Option(help="kubeconfig context")] = None,
+        deadline: Annotated[float | None, typer.Option(help="global snapshot deadline in seconds")] = None,
+        output: Annotated[OutputFormat, typer.Option("--format", help="text, json or markdown")] = OutputFormat.TEXT,
+        compare: Annotated[str | None, typer.Option(help="a healthy workload id to diff against")] = None,
+    ) -> None:
+        """Take a bounded snapshot of one workload, classify it, and print the report."""
+        if deadline is not None and not 0 < deadline <= 600:
+            raise _fail("--deadline must be between 0 and 600 seconds", code=EXIT_BAD_INPUT)
+        if kubeconfig is not None and not kubeconfig.is_file():
+            raise _fail(f"--kubeconfig {kubeconfig} is not a readable file", code=EXIT_BAD_INPUT)
+        settings = load_settings()
+        updates: dict[str, Any] = {}
+        if kubeconfig is not None:
+            updates["kubeconfig"] = kubeconfig
+        if context is not None:
+            updates["kube_context"] = context
+        if deadline is not None:
+            updates["bounds"] = settings.bounds.model_copy(update={"deadline_seconds": deadline})
+        settings = settings.model_copy(update=updates)
+        report = _snapshot(raw=job_id, settings=settings)
+        differences = None
+        if compare:
+            healthy = _snapshot(raw=compare, settings=settings)
+            differences = compare_mod.compare_snapshots(failing=report, healthy=healthy)
+        if output is OutputFormat.JSON:
+            data = report.to_dict()
+            if differences is not None:
+                data["compare"] = {"healthy": compare, "differences": [d.to_dict() for d in differences]}
+            typer.echo(json.dumps(data, indent=2))
+        elif output is OutputFormat.MARKDOWN:
+            typer.echo(render_markdown(report, differences), nl=False)
+        else:
+            render_text(Console(), report, differences)
+
+    @lab.command("list")
+    def lab_list() -> None:
+        """Name the lab scenarios and what each simulates."""
+        from bot.lab import scenarios
+
+        for name, factory in scenarios.SCENARIOS.items():
+            typer.echo(f"{name:22} {(factory.__doc__ or '').strip()}")
+
+    @lab.command("serve")
+    def lab_serve(
+        scenario: Annotated[str, typer.Argument(help="a name from `lab list`")],
+        kubeconfig_out: Annotated[Path | None, typer.Option(help="where to write the kubeconfig")] = None,
+        seconds: Annotated[float | None, typer.Option(help="stop after this long (default: Ctrl-C)")] = None,
+    ) -> None:
+        """Serve a simulated cluster on loopback and print a kubeconfig for it."""
+        from bot.lab import kube_api, scenarios
+
+        try:
+            built = scenarios.build(scenario)
+        except scenarios.UnknownScenario as exc:
+            raise _fail(str(exc.args[0]), code=EXIT_BAD_INPUT) from None
+        server = kube_api.KubeApiServer(state=built.state).start()
+        path = kubeconfig_out or Path(tempfile.mkdtemp(prefix="triage-lab-")) / "kubeconfig"
+        server.write_kubeconfig(path=path)
+        typer.echo(f"kubeconfig: {path}")
+        typer.echo(f"server: {server.url}")
+        typer.echo(f"scenario: {built.name} — {built.description}")
+        typer.echo(f"try: triage-bot triage job {built.target} --kubeconfig {path} --compare {built.healthy_target}")
+        typer.echo(f"     kubectl --kubeconfig {path} get pods -A -o wide")
+        typer.echo(server.kubeconfig_text(), nl=True)
+        stop = threading.Event()
+        try:
+            stop.wait(timeout=seconds)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.stop()
+
+    app.add_typer(triage, name="triage")
+    app.add_typer(lab, name="lab")

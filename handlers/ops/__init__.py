@@ -1,0 +1,1 @@
+"""Operations: the HTTP server, JSON logs, metrics and graceful shutdown."""

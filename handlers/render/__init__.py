@@ -1,0 +1,1 @@
+"""Renderers the Slack and terminal edges share (Markdown of a snapshot)."""

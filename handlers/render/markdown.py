@@ -1,0 +1,80 @@
+"""Plain Markdown of a snapshot's verdict and findings with full evidence: the Slack file attachment and the terminal."""
+
+from __future__ import annotations
+
+from bot.evidence import findings, report
+
+LAYER_ORDER = ("scheduler", "runtime", "workflow", "fabric")
+
+
+def verdict_line(*, verdict: findings.Verdict) -> str:
+    """One line: the layer (or unknown), scope and confidence, then the summary."""
+    if verdict.layer is None:
+        return f"Verdict: layer unknown (confidence {verdict.confidence:.2f}). {verdict.summary}"
+    scope = f", {verdict.scope.value}" if verdict.scope else ""
+    return f"Verdict: {verdict.layer.value}{scope} (confidence {verdict.confidence:.2f}). {verdict.summary}"
+
+
+UNCLASSIFIED = "no layer"
+
+
+def findings_by_layer(
+    *, items: tuple[findings.Finding, ...], first: findings.Layer | None
+) -> list[tuple[str, list[findings.Finding]]]:
+    """Findings grouped by layer, the verdict's layer first, then the seeds' order; layerless ones last."""
+    order = ([first.value] if first else []) + [
+        name for name in LAYER_ORDER if not first or name != first.value
+    ]
+    groups = []
+    for name in order:
+        members = [item for item in items if item.layer is not None and item.layer.value == name]
+        if members:
+            groups.append((name, members))
+    layerless = [item for item in items if item.layer is None]
+    if layerless:
+        groups.append((UNCLASSIFIED, layerless))
+    return groups
+
+
+def _evidence_lines(*, evidence: findings.Evidence) -> list[str]:
+    stamp = findings._plain(evidence.observed_at)
+    lines = [f"- source: {evidence.source}; command: `{evidence.command or 'n/a'}`; observed at {stamp}"]
+    if evidence.expected or evidence.observed:
+        lines.append(f"  - expected: {evidence.expected or 'n/a'}")
+        lines.append(f"  - observed: {evidence.observed or 'n/a'}")
+    lines.append("  ```")
+    lines.extend(f"  {line}" for line in evidence.excerpt.splitlines() or [""])
+    lines.append("  ```")
+    return lines
+
+
+def render_markdown(*, snapshot: report.SnapshotReport) -> str:
+    """Everything, nothing shortened: the full record behind a Slack summary."""
+    lines = [
+        f"# Findings for {snapshot.target} ({snapshot.target_kind})",
+        "",
+        f"Snapshot taken {findings._plain(snapshot.taken_at)} in {snapshot.elapsed_ms} ms.",
+        "",
+        verdict_line(verdict=snapshot.verdict),
+        "",
+    ]
+    for layer, members in findings_by_layer(items=snapshot.findings, first=snapshot.verdict.layer):
+        lines += [f"## {layer}", ""]
+        for item in members:
+            scope = f" [{item.scope.value}]" if item.scope else ""
+            lines.append(f"### {item.severity.value}: {item.summary}{scope}")
+            lines.append(f"rule `{item.rule}`; subject {item.subject or 'n/a'}")
+            if item.caused_by:
+                lines.append(f"caused by `{item.caused_by}` (downstream symptom, not a separate verdict)")
+            for evidence in item.evidence:
+                lines.extend(_evidence_lines(evidence=evidence))
+            lines += [f"Next: `{item.next_step}`", ""]
+    if snapshot.unexplained:
+        lines += ["## Unexplained evidence (no rule matched)", ""]
+        for obs in snapshot.unexplained:
+            lines.append(f"- {obs.kind} {obs.subject}: `{obs.command}` at {findings._plain(obs.observed_at)}")
+            lines.extend(f"  {line}" for line in obs.text.splitlines() or [""])
+        lines.append("")
+    if snapshot.not_checked:
+        lines += ["## Not checked", ""] + [f"- {item}" for item in snapshot.not_checked] + [""]
+    return "\n".join(lines)

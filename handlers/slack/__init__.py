@@ -1,0 +1,1 @@
+"""The Slack edge: one app builder, the `/triage` router, commands, actions and Block Kit."""

@@ -1,0 +1,1 @@
+"""Block Kit builders and Slack's limits, checked in one place."""

@@ -1,0 +1,179 @@
+"""Block Kit builders for incident messages, and a check against Slack's published limits."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from bot.evidence.report import SnapshotReport
+from bot.incidents.service import IncidentView, TimelineItem
+from handlers.slack.blocks import limits as block_limits
+from handlers.slack.blocks.limits import (
+    MAX_BLOCKS,
+    MAX_BUTTON_TEXT,
+    MAX_CONTEXT_ELEMENTS,
+    MAX_HEADER_TEXT,
+    MAX_SECTION_TEXT,
+    BlockLimitError,  # noqa: F401 (re-exported: callers catch blocks.BlockLimitError)
+)
+
+MAX_FALLBACK_TEXT = 40_000
+
+Block = dict[str, Any]
+
+STATUS_EMOJI = {
+    "investigating": ":mag:",
+    "identified": ":bulb:",
+    "mitigated": ":adhesive_bandage:",
+    "monitoring": ":eyes:",
+    "resolved": ":white_check_mark:",
+}
+SEVERITY_EMOJI = {
+    "critical": ":red_circle:",
+    "high": ":large_orange_circle:",
+    "medium": ":large_yellow_circle:",
+    "low": ":large_blue_circle:",
+    "info": ":white_circle:",
+}
+
+
+_BROADCAST = re.compile(r"<!(channel|here|everyone)(?:\|[^>]*)?>|<!subteam\^[A-Z0-9]+(?:\|([^>]*))?>")
+
+
+def quiet(text: str) -> str:
+    """User text echoed by the bot must not ping: @channel/@here/@everyone and user groups become plain words."""
+
+    def plain(match: re.Match[str]) -> str:
+        name = match.group(1) or (match.group(2) or "group").lstrip("@")
+        return "@\u200b" + name  # a zero-width space keeps it from being read as a mention
+
+    return _BROADCAST.sub(plain, text)
+
+
+def clip(text: str, *, limit: int) -> str:
+    """Shorten to `limit` characters, marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def header(text: str) -> Block:
+    """A header block (plain text, 150 characters)."""
+    return {
+        "type": "header",
+        "text": {"type": "plain_text", "text": clip(text, limit=MAX_HEADER_TEXT), "emoji": True},
+    }
+
+
+def section(text: str) -> Block:
+    """A mrkdwn section (3000 characters)."""
+    return {"type": "section", "text": {"type": "mrkdwn", "text": clip(text, limit=MAX_SECTION_TEXT)}}
+
+
+def context(*texts: str) -> Block:
+    """A context line of up to ten mrkdwn elements."""
+    return {
+        "type": "context",
+        "elements": [
+            {"type": "mrkdwn", "text": clip(text, limit=MAX_SECTION_TEXT)}
+            for text in texts[:MAX_CONTEXT_ELEMENTS]
+        ],
+    }
+
+
+def button(*, text: str, action_id: str, value: str = "", style: str | None = None) -> Block:
+    """A button element (75-character label)."""
+    element: Block = {
+        "type": "button",
+        "text": {"type": "plain_text", "text": clip(text, limit=MAX_BUTTON_TEXT)},
+        "action_id": action_id,
+        "value": value[:2000],
+    }
+    if style:
+        element["style"] = style
+    return element
+
+
+def _roles_line(incident: IncidentView) -> str:
+    if not incident.roles:
+        return "no roles assigned"
+    return ", ".join(f"{item.role} <@{item.user_id}>" for item in incident.roles)
+
+
+def incident_root(*, incident: IncidentView, report: SnapshotReport | None = None) -> list[Block]:
+    """The root message: what, status, who; findings go in the thread."""
+    emoji = STATUS_EMOJI.get(incident.status, "")
+    blocks = [
+        header(f"{incident.key}: {incident.target}"),
+        section(
+            f"{emoji} *Status:* {incident.status}   *Severity:* {incident.severity or 'not yet known'}\n"
+            f"*Workload:* `{incident.target}`\n*Roles:* {_roles_line(incident)}"
+        ),
+    ]
+    if report is not None:
+        layer = report.verdict.layer.value if report.verdict.layer else "undetermined"
+        blocks.append(
+            section(f"*Verdict:* {layer} ({report.verdict.confidence:.0%}) — {report.verdict.summary}")
+        )
+    elif incident.verdict_layer:
+        blocks.append(section(f"*Failing layer (last snapshot):* {incident.verdict_layer}"))
+    blocks.append(
+        context(
+            f"Opened by <@{incident.opened_by}> at {incident.opened_at:%Y-%m-%d %H:%M} UTC",
+            "Everything about this incident is in the thread. `/triage help` lists what you can do.",
+        )
+    )
+    return blocks
+
+
+def incident_root_text(*, incident: IncidentView) -> str:
+    """Notification fallback for the root message."""
+    return f"{incident.key} {incident.status}: {incident.target}"
+
+
+def open_list(*, incidents: Sequence[IncidentView]) -> list[Block]:
+    """`/triage list`: one line per open incident."""
+    if not incidents:
+        return [section("No open incidents. :sparkles:")]
+    lines = [
+        f"*{item.key}* {STATUS_EMOJI.get(item.status, '')} {item.status} · `{item.target}` · "
+        f"severity {item.severity or '?'} · commander {', '.join(f'<@{u}>' for u in item.holders('commander')) or 'none'}"
+        for item in incidents
+    ]
+    blocks = [header(f"{len(incidents)} open incident(s)")]
+    chunk: list[str] = []
+    for line in lines:
+        if sum(len(item) + 1 for item in chunk) + len(line) > MAX_SECTION_TEXT - 10:
+            blocks.append(section("\n".join(chunk)))
+            chunk = []
+        chunk.append(line)
+    if chunk:
+        blocks.append(section("\n".join(chunk)))
+    if len(blocks) > MAX_BLOCKS:
+        blocks = blocks[: MAX_BLOCKS - 1] + [section("…more open incidents than fit in one message.")]
+    return blocks
+
+
+def timeline_line(*, incident_key: str, item: TimelineItem) -> str:
+    """One thread reply for a timeline event."""
+    return (
+        f"{incident_key} · {item.at:%H:%M} UTC · <@{item.actor}>: {item.text}"
+        if item.actor.startswith("U")
+        else (f"{incident_key} · {item.at:%H:%M} UTC · {item.actor}: {item.text}")
+    )
+
+
+def help_blocks(*, usages: Iterable[tuple[str, str]]) -> list[Block]:
+    """`/triage help`: every subcommand's usage and one-line summary."""
+    lines = [f"`/triage {usage}` — {summary}" for usage, summary in usages]
+    return [header("/triage subcommands"), section("\n".join(lines))]
+
+
+def _text_of(obj: Any) -> str:
+    if isinstance(obj, dict):
+        return str(obj.get("text", ""))
+    return ""
+
+
+def validate_blocks(blocks: Sequence[Block]) -> list[Block]:
+    """Raise BlockLimitError if Slack would reject these blocks; return them unchanged otherwise."""
+    return block_limits.checked(blocks)

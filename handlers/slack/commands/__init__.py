@@ -1,0 +1,1 @@
+"""`/triage` subcommands, one module per family; each subcommand defined once."""

@@ -1,0 +1,291 @@
+"""`/triage compare`, `/triage job <id> compare <healthy>` and `/triage fabric`: issue 3's healthy diff and
+issue 4's fabric scope in the incident thread, from the same core logic the terminal uses."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bot.diagnosis import compare as compare_mod
+from bot.diagnosis.collectors import node_probe
+from bot.evidence import redact
+from bot.evidence import stored as stored_evidence
+from bot.evidence.findings import utcnow
+from bot.evidence.report import SnapshotUnavailable
+from bot.evidence.targets import ACCEPTED_FORMS, InvalidTarget, Target, parse_target
+from bot.incidents import service as lifecycle
+from bot.incidents.service import IncidentView
+from handlers.slack.blocks import common as blocks
+from handlers.slack.blocks import compare as compare_blocks
+from handlers.slack.blocks import findings as findings_blocks
+from handlers.slack.commands import incident as incident_subcommands
+from handlers.slack.router import INCIDENT_KEY, CommandContext, Subcommand, UsageError
+
+log = logging.getLogger(__name__)
+
+PROBE_WORD = "probe"
+PROBE_CAP_SECONDS = 30.0
+MAX_PROBED_NODES = 2
+TIMELINE_DIFFERENCES_KEPT = 20
+
+
+class MessageTooLarge(ValueError):
+    """A rendered message would break a Slack limit; raised instead of letting Slack cut it."""
+
+
+def _healthy_target(raw: str) -> Target:
+    try:
+        return parse_target(raw)
+    except InvalidTarget as error:
+        message = str(error)
+        accepted = "" if ACCEPTED_FORMS in message else f" Accepted forms: {ACCEPTED_FORMS}."
+        raise UsageError(f"The healthy id is not valid: {message}{accepted}") from None
+
+
+def _split_incident(rest: str) -> tuple[str | None, list[str]]:
+    words = rest.split()
+    if words and INCIDENT_KEY.match(words[0]):
+        return words[0].upper(), words[1:]
+    return None, words
+
+
+# --- compare ---------------------------------------------------------------------------------------
+
+
+def _check_compare(rest: str) -> None:
+    _key, words = _split_incident(rest)
+    if len(words) != 1:
+        raise UsageError(f"Type `/triage compare [INC-n] <healthy-id>`; the healthy id is one of: {ACCEPTED_FORMS}.")
+    _healthy_target(words[0])
+
+
+def _run_compare(ctx: CommandContext) -> None:
+    incident, rest = ctx.incident_and_rest()
+    compare_and_post(ctx, incident=incident, healthy=_healthy_target(rest.strip()))
+
+
+def _check_job_or_compare(rest: str) -> None:
+    words = rest.split()
+    if any(word.lower() == "compare" for word in words):
+        if len(words) != 3 or words[1].lower() != "compare":
+            raise UsageError(f"Type `/triage job <id> compare <healthy-id>`; ids are one of: {ACCEPTED_FORMS}.")
+        incident_subcommands._check_job(words[0])
+        _healthy_target(words[2])
+        return
+    incident_subcommands._check_job(rest)
+
+
+def _run_job_or_compare(ctx: CommandContext) -> None:
+    words = ctx.rest.split()
+    if len(words) != 3 or words[1].lower() != "compare":
+        incident_subcommands._run_job(ctx)
+        return
+    healthy = _healthy_target(words[2])
+    job_ctx = CommandContext(
+        services=ctx.services, client=ctx.client, user_id=ctx.user_id, channel_id=ctx.channel_id, name=ctx.name,
+        rest=words[0], trigger_id=ctx.trigger_id, respond=ctx.respond, touched=ctx.touched,
+    )
+    incident_subcommands._run_job(job_ctx)
+    if ctx.touched:
+        incident = ctx.services.incidents.get(incident_key=ctx.touched[0])
+        compare_and_post(ctx, incident=incident, healthy=healthy)
+
+
+def compare_and_post(ctx: CommandContext, *, incident: IncidentView, healthy: Target) -> None:
+    """Snapshot the healthy workload, diff it against the incident's latest snapshot, post and record it."""
+    services = ctx.services
+    if healthy.workload_key == parse_target(incident.target).workload_key:
+        raise UsageError(f"`{healthy.key}` is this incident's own workload: compare with a healthy sibling.")
+    if services.diagnoser is None:
+        ctx.post_in_thread(incident, text="No cluster is configured, so no healthy snapshot was taken to compare.")
+        return
+    allowed = services.settings.snapshot_allowed_user_ids
+    if allowed and ctx.user_id not in allowed:
+        ctx.post_in_thread(
+            incident,
+            text=f"No comparison: snapshots are limited to {len(allowed)} responder(s) on this workspace's "
+            f"allow-list, and <@{ctx.user_id}> is not on it. Ask an on-call responder to run it.",
+        )
+        return
+    stored = services.incidents.snapshots(incident_key=incident.key)
+    if not stored:
+        ctx.post_in_thread(
+            incident,
+            text=f"{incident.key} has no stored snapshot to compare yet: take one with "
+            f"`/triage snapshot {incident.key}`, then `/triage compare {incident.key} {healthy.key}`.",
+        )
+        return
+    ctx.post_in_thread(
+        incident, text=f"<@{ctx.user_id}> asked to compare with healthy `{healthy.key}`: taking a bounded snapshot…"
+    )
+    try:
+        report = redact.redact_report(services.diagnoser(target=healthy, settings=services.settings))
+    except SnapshotUnavailable as error:
+        _compare_failed(ctx, incident=incident, healthy=healthy, reason=str(error))
+        return
+    except Exception as error:
+        log.exception("healthy snapshot of %s failed for %s", healthy.key, incident.key)
+        _compare_failed(ctx, incident=incident, healthy=healthy, reason=f"the snapshot failed ({type(error).__name__})")
+        return
+    differences = compare_mod.compare_observations(
+        failing=stored_evidence.observations_of(stored[-1]), healthy=report.observations
+    )
+    rendered = compare_blocks.comparison(
+        incident_key=incident.key, failing=incident.target, healthy=healthy.key, differences=differences
+    )
+    _post_rendered(ctx, incident=incident, rendered=rendered, filename=f"{incident.key}-compare.md",
+                   title=f"{incident.key} comparison with {healthy.key} (every difference)")
+    first = differences[0] if differences else None
+    services.incidents.add_timeline_entry(
+        incident_key=incident.key,
+        actor=ctx.user_id,
+        kind="comparison",
+        text=(f"Compared with healthy `{healthy.key}`: {len(differences)} difference(s)"
+              + (f"; first: {first.category} {first.key} ({first.failing} vs {first.healthy})" if first else ""))[:4000],
+        data={"healthy": healthy.key, "count": len(differences),
+              "differences": [item.to_dict() for item in differences[:TIMELINE_DIFFERENCES_KEPT]]},
+    )
+
+
+def _compare_failed(ctx: CommandContext, *, incident: IncidentView, healthy: Target, reason: str) -> None:
+    ctx.services.incidents.add_timeline_entry(
+        incident_key=incident.key, actor=lifecycle.BOT_ACTOR, kind="comparison_failed",
+        text=f"No comparison with `{healthy.key}`: {reason}"[:4000], data={"healthy": healthy.key},
+    )
+    ctx.post_in_thread(
+        incident,
+        text=f"No comparison with `{healthy.key}`: {blocks.quiet(reason)}. Check the healthy id "
+        f"(`/triage compare {incident.key} <healthy-id>`, one of: {ACCEPTED_FORMS}) and cluster access.",
+    )
+
+
+def _post_rendered(
+    ctx: CommandContext, *, incident: IncidentView, rendered: compare_blocks.Rendered, filename: str, title: str
+) -> None:
+    problems = findings_blocks.validate_blocks(rendered.blocks)
+    if problems:
+        raise MessageTooLarge("; ".join(problems))
+    kwargs: dict[str, Any] = {"channel": incident.channel_id, "text": rendered.text, "blocks": rendered.blocks}
+    if incident.thread_ts:
+        kwargs["thread_ts"] = incident.thread_ts
+    ctx.client.chat_postMessage(**kwargs)
+    if rendered.attachment is not None:
+        ctx.client.files_upload_v2(
+            channel=incident.channel_id, thread_ts=incident.thread_ts, filename=filename,
+            content=rendered.attachment.encode(), title=title,
+        )
+
+
+# --- fabric ----------------------------------------------------------------------------------------
+
+
+def _check_fabric(rest: str) -> None:
+    _key, words = _split_incident(rest)
+    if words and [word.lower() for word in words] != [PROBE_WORD]:
+        raise UsageError("Type `/triage fabric [INC-n]`, or `/triage fabric [INC-n] probe` for the opt-in "
+                         f"bounded `ibstat` probe ({PROBE_CAP_SECONDS:g} s cap per node).")
+
+
+def _run_fabric(ctx: CommandContext) -> None:
+    incident, rest = ctx.incident_and_rest()
+    probe = rest.strip().lower() == PROBE_WORD
+    stored = ctx.services.incidents.snapshots(incident_key=incident.key)
+    if not stored:
+        ctx.post_in_thread(incident, text=f"{incident.key} has no stored snapshot yet: take one with "
+                           f"`/triage snapshot {incident.key}`, then `/triage fabric {incident.key}`.")
+        return
+    evidence = stored_evidence.fabric_evidence(
+        observations=stored_evidence.observations_of(stored[-1]), subject=incident.target
+    )
+    rendered = compare_blocks.fabric(incident_key=incident.key, target=incident.target, scope=evidence.scope,
+                                     events=evidence.events, hosts_with_logs=evidence.hosts_with_logs)
+    _post_rendered(ctx, incident=incident, rendered=rendered, filename=f"{incident.key}-fabric.md",
+                   title=f"{incident.key} NCCL fabric lines")
+    scope = evidence.scope
+    ctx.services.incidents.add_timeline_entry(
+        incident_key=incident.key, actor=ctx.user_id, kind="fabric_scope",
+        text=(f"Fabric scope {scope['scope']}: {scope['reason']}" if scope
+              else "Fabric: no NCCL transport error or timeout in the latest snapshot")[:4000],
+        data={"scope": scope, "events": len(evidence.events)},
+    )
+    if probe:
+        _probe(ctx, incident=incident, scope=scope)
+
+
+def _probe_nodes(scope: dict[str, Any] | None) -> list[str]:
+    if not scope:
+        return []
+    nodes = scope.get("pair") or ([scope["suspect_host"]] if scope.get("suspect_host") else scope.get("hosts") or [])
+    return [str(node) for node in nodes][:MAX_PROBED_NODES]
+
+
+def _probe(ctx: CommandContext, *, incident: IncidentView, scope: dict[str, Any] | None) -> None:
+    """The opt-in `ibstat` on the implicated hosts, only through an operator-configured runner, time-capped."""
+    settings = ctx.services.settings
+    try:
+        runner = node_probe.make_runner(setting=settings.node_probe_runner, image=settings.node_probe_image)
+    except ValueError as error:
+        runner, problem = None, str(error)
+    else:
+        problem = "" if runner else "no node probe runner is configured"
+    if runner is None:
+        ctx.post_in_thread(incident, text=(
+            f"No probe ran: {problem}. To allow it, the operator sets `TRIAGE_NODE_PROBE_RUNNER=srun` (Slurm) or "
+            "`TRIAGE_NODE_PROBE_RUNNER=k8s-debug` with `TRIAGE_NODE_PROBE_IMAGE=<image with ibstat>` (Kubernetes) "
+            f"and restarts the bot; then `/triage fabric {incident.key} probe` reads `ibstat` on the implicated "
+            f"hosts, {PROBE_CAP_SECONDS:g} s cap each."))
+        return
+    nodes = _probe_nodes(scope)
+    if not nodes:
+        ctx.post_in_thread(incident, text="No probe ran: the logs implicate no host to probe.")
+        return
+    lines = []
+    for node in nodes:
+        try:
+            result = node_probe.run_on_node(runner=runner, node=node, command=["ibstat"], allow=True,
+                                            time_cap_seconds=PROBE_CAP_SECONDS)
+        except (node_probe.ProbeNotAllowed, ValueError) as error:
+            lines.append(f"`{node}`: not probed ({error})")
+            continue
+        if not result.ok:
+            lines.append(f"`{node}`: `{result.shown}` failed: {blocks.clip(result.stderr.strip(), limit=300)}")
+            continue
+        ports = node_probe.ib_link_observations(node=node, ports=node_probe.parse_ibstat(result.stdout),
+                                                expected_rate_gbps=None, observed_at=utcnow())
+        lines.extend(f"`{item.text}`" for item in ports) if ports else lines.append(f"`{node}`: no HCA ports")
+    text = f"Probe (`ibstat`, {PROBE_CAP_SECONDS:g} s cap per node) on {', '.join(nodes)}:\n" + "\n".join(lines)
+    ctx.post_in_thread(incident, text=blocks.clip(text, limit=3500))
+    ctx.services.incidents.add_timeline_entry(
+        incident_key=incident.key, actor=ctx.user_id, kind="fabric_probe", text=text[:4000], data={"nodes": nodes}
+    )
+
+
+def subcommands() -> list[Subcommand]:
+    """`job` (with `compare <healthy>`), `compare` and `fabric`; registered ahead of the foundation's `job`."""
+    job = next(item for item in incident_subcommands.default_subcommands() if item.name == "job")
+    return [
+        Subcommand(
+            name="job",
+            usage="job <id> [compare <healthy-id>]",
+            summary=f"{job.summary}; with `compare`, also diff against a healthy workload",
+            run=_run_job_or_compare,
+            check=_check_job_or_compare,
+            working_text=job.working_text,
+        ),
+        Subcommand(
+            name="compare",
+            usage="compare [INC-n] <healthy-id>",
+            summary="snapshot a healthy workload and post what differs from the incident's (ranked)",
+            run=_run_compare,
+            check=_check_compare,
+            working_text=":hourglass_flowing_sand: Taking a bounded snapshot of the healthy workload to compare…",
+        ),
+        Subcommand(
+            name="fabric",
+            usage=f"fabric [INC-n] [{PROBE_WORD}]",
+            summary="NCCL fabric scope (node-local, path-local, fabric-wide) from the latest snapshot; "
+            f"`{PROBE_WORD}`: opt-in bounded ibstat via the configured runner",
+            run=_run_fabric,
+            check=_check_fabric,
+        ),
+    ]

@@ -1,0 +1,322 @@
+"""The foundation's `/triage` subcommands: job, status, assign, note, list, help."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
+
+from bot.evidence.report import SnapshotUnavailable
+from bot.evidence.targets import ACCEPTED_FORMS, InvalidTarget, parse_target
+from bot.incidents import service as lifecycle
+from bot.incidents.service import IncidentError, IncidentView
+from handlers.ops import logs
+from handlers.slack import findings as findings_post
+from handlers.slack.blocks import common as blocks
+from handlers.slack.router import (
+    INCIDENT_KEY,
+    NOT_IN_CHANNEL_ERRORS,
+    USER_MENTION,
+    CommandContext,
+    SlackFailure,
+    Subcommand,
+    UsageError,
+    safe_echo,
+    slack_error_code,
+)
+from handlers.slack.services import Services
+
+log = logging.getLogger(__name__)
+
+ROOT_POST_FAILED = "root_post_failed"
+OPENING_GRACE = timedelta(seconds=60)
+
+
+def _check_job(rest: str) -> None:
+    try:
+        parse_target(rest)
+    except InvalidTarget as error:
+        raise UsageError(f"{error} Type `/triage job <id>`.") from None
+
+
+def _run_job(ctx: CommandContext) -> None:
+    services = ctx.services
+    target = parse_target(ctx.rest)
+    result = services.incidents.open_for_target(
+        target=target, channel_id=ctx.channel_id, opened_by=ctx.user_id
+    )
+    incident = result.incident
+    ctx.touched.append(incident.key)
+    logs.bind_incident(incident.key)
+    if not result.created and incident.thread_ts:
+        where = _permalink(ctx.client, incident) or f"the thread in <#{incident.channel_id}>"
+        ctx.reply_ephemeral(
+            f"{incident.key} is already open for `{incident.target}` (status {incident.status}): {where}. "
+            f"Work in its thread, or `/triage status {incident.key} <status>`."
+        )
+        return
+    if not result.created and _being_opened(services, incident):
+        ctx.reply_ephemeral(
+            f"{incident.key} for `{incident.target}` is being opened right now; its message appears in a moment."
+        )
+        return
+    try:
+        _post_root_and_snapshot(ctx, incident)
+    except (SlackClientError, OSError) as error:
+        raise SlackFailure(_slack_trouble(ctx, incident_key=incident.key, error=error)) from error
+
+
+def _post_root_and_snapshot(ctx: CommandContext, incident: IncidentView) -> None:
+    """A new incident, or one whose root message never reached Slack: post the root, then snapshot."""
+    services = ctx.services
+    try:
+        root = ctx.client.chat_postMessage(
+            channel=ctx.channel_id,
+            text=blocks.incident_root_text(incident=incident),
+            blocks=blocks.validate_blocks(blocks.incident_root(incident=incident)),
+        )
+    except (SlackClientError, OSError) as error:
+        services.incidents.add_timeline_entry(
+            incident_key=incident.key,
+            actor=lifecycle.BOT_ACTOR,
+            kind=ROOT_POST_FAILED,
+            text=f"Slack did not take the root message: {slack_error_code(error)}",
+        )
+        raise
+    incident = services.incidents.attach_root_message(
+        incident_key=incident.key, channel_id=str(root["channel"]), ts=str(root["ts"])
+    )
+    ctx.post_in_thread(
+        incident,
+        text=f"{incident.key} opened by <@{ctx.user_id}>, who is commander until reassigned "
+        f"(`/triage assign @someone commander`). Taking a bounded snapshot of `{incident.target}`…",
+    )
+    _snapshot_and_post(ctx, incident)
+
+
+
+def _snapshot_and_post(ctx: CommandContext, incident: IncidentView) -> None:
+    """Take one bounded snapshot and post its findings; a failure is recorded and explained, never raised."""
+    services = ctx.services
+    if services.diagnoser is None:
+        ctx.post_in_thread(incident, text="No cluster is configured, so no snapshot was taken.")
+        return
+    allowed = services.settings.snapshot_allowed_user_ids
+    if allowed and ctx.user_id not in allowed:
+        # TRIAGE_SNAPSHOT_ALLOWED_USER_IDS: the incident is opened for anyone, cluster reads only for these.
+        ctx.post_in_thread(
+            incident,
+            text=f"No snapshot was taken: snapshots are limited to {len(allowed)} responder(s) on this "
+            f"workspace's allow-list, and <@{ctx.user_id}> is not on it. Ask an on-call responder to take one.",
+        )
+        return
+    try:
+        report = services.incidents.run_snapshot(incident_key=incident.key, settings=services.settings)
+    except SnapshotUnavailable as error:
+        services.incidents.add_timeline_entry(
+            incident_key=incident.key, actor=lifecycle.BOT_ACTOR, kind="snapshot_failed",
+            text=f"No snapshot: {error}",
+        )
+        ctx.post_in_thread(
+            incident,
+            text=f"No snapshot was taken: {blocks.quiet(str(error))}. The incident stays open; "
+            "once access is fixed, `/triage snapshot " + incident.key + "` takes it again.",
+        )
+        return
+    except Exception as error:
+        log.exception("snapshot failed for %s", incident.key)
+        services.incidents.add_timeline_entry(
+            incident_key=incident.key,
+            actor=lifecycle.BOT_ACTOR,
+            kind="snapshot_failed",
+            text=f"Snapshot failed: {type(error).__name__}",
+        )
+        ctx.post_in_thread(
+            incident,
+            text=f"The snapshot failed ({type(error).__name__}); the incident stays open. "
+            "Check the bot's logs and cluster access.",
+        )
+        return
+    findings_post.post_findings(client=ctx.client, incident=incident, report=report)
+    incident = services.incidents.get(incident_key=incident.key)
+    ctx.refresh_root(incident, report=report)
+
+
+def _slack_trouble(ctx: CommandContext, *, incident_key: str, error: Exception) -> str:
+    """What to tell the caller when Slack failed part-way through `/triage job`; the record is safe."""
+    code = slack_error_code(error)
+    incident = ctx.services.incidents.get(incident_key=incident_key)
+    rerun = f"`/triage job {incident.target}`"
+    if incident.thread_ts is None and code in NOT_IN_CHANNEL_ERRORS:
+        return (
+            f"{incident.key} is open for `{incident.target}`, but I can't post in this channel ({code}). "
+            f"Invite me with `/invite @triage-bot`, then run {rerun} again to post it."
+        )
+    if incident.thread_ts is None:
+        return (
+            f"{incident.key} is open for `{incident.target}`, but Slack did not take its message ({code}). "
+            f"Nothing is lost: run {rerun} again to post it."
+        )
+    return (
+        f"{incident.key} is open and its snapshot is stored, but Slack did not take a thread reply ({code}). "
+        f"`/triage list` shows it; run {rerun} again for a link to its thread."
+    )
+
+
+def _being_opened(services: Services, incident: IncidentView) -> bool:
+    """Another request (or replica) opened it moments ago and is posting its root message now."""
+    if incident.thread_ts or services.incidents.timeline(incident.key)[-1].kind == ROOT_POST_FAILED:
+        return False
+    return services.incidents.clock() - incident.opened_at < OPENING_GRACE
+
+
+def _permalink(client: WebClient, incident: IncidentView) -> str | None:
+    if not incident.thread_ts:
+        return None
+    try:
+        return str(
+            client.chat_getPermalink(channel=incident.channel_id, message_ts=incident.thread_ts)["permalink"]
+        )
+    except SlackApiError:
+        return None
+
+
+def _check_status(rest: str) -> None:
+    words = rest.split()
+    if not words or words[-1].lower() not in lifecycle.STATUSES:
+        raise UsageError(
+            f"Type `/triage status <{'|'.join(lifecycle.STATUSES)}>` (optionally after an INC- key)."
+        )
+
+
+def _run_status(ctx: CommandContext) -> None:
+    incident, rest = ctx.incident_and_rest()
+    updated = ctx.services.incidents.set_status(incident_key=incident.key, status=rest, actor=ctx.user_id)
+    ctx.post_in_thread(
+        updated, text=f"<@{ctx.user_id}> set {updated.key} to *{updated.status}* (was {incident.status})."
+    )
+    ctx.refresh_root(updated)
+
+
+def _parse_assign(rest: str) -> tuple[str | None, str, str]:
+    words = rest.split()
+    key = words.pop(0).upper() if words and INCIDENT_KEY.match(words[0]) else None
+    if len(words) != 2:
+        raise UsageError("Type `/triage assign @person <commander|owner|scribe|observer|owner:<layer>>`.")
+    mention, role = words
+    match = USER_MENTION.match(mention)
+    if match is None:
+        raise UsageError(
+            f"Couldn't tell who `{safe_echo(mention)}` is: pick the person from Slack's @ autocomplete, "
+            "e.g. `/triage assign @alex owner`."
+        )
+    return key, match.group(1), role
+
+
+def _check_assign(rest: str) -> None:
+    _key, _user, role = _parse_assign(rest)
+    try:
+        lifecycle.normalise_role(role)
+    except IncidentError as error:
+        raise UsageError(str(error)) from None
+
+
+def _run_assign(ctx: CommandContext) -> None:
+    key, user_id, role = _parse_assign(ctx.rest)
+    incident = (
+        ctx.services.incidents.get(incident_key=key)
+        if key
+        else ctx.services.incidents.open_in_channel(channel_id=ctx.channel_id)
+    )
+    updated = ctx.services.incidents.assign(
+        incident_key=incident.key, user_id=user_id, role=role, actor=ctx.user_id
+    )
+    ctx.post_in_thread(
+        updated,
+        text=f"<@{ctx.user_id}> made <@{user_id}> *{lifecycle.normalise_role(role)}* of {updated.key}.",
+    )
+    ctx.refresh_root(updated)
+
+
+def _check_note(rest: str) -> None:
+    words = rest.split()
+    if not words or (len(words) == 1 and INCIDENT_KEY.match(words[0])):
+        raise UsageError("Type `/triage note <what you saw or did>`.")
+
+
+def _run_note(ctx: CommandContext) -> None:
+    incident, text = ctx.incident_and_rest()
+    item = ctx.services.incidents.add_note(incident_key=incident.key, text=text, actor=ctx.user_id)
+    ctx.post_in_thread(
+        incident, text=f":memo: <@{ctx.user_id}> noted: {blocks.clip(blocks.quiet(item.text), limit=3500)}"
+    )
+
+
+def _run_snapshot(ctx: CommandContext) -> None:
+    incident, rest = ctx.incident_and_rest()
+    if rest.strip():
+        raise UsageError("Type `/triage snapshot` (or `/triage snapshot INC-n`); it takes nothing else.")
+    ctx.post_in_thread(incident, text=f"<@{ctx.user_id}> asked for a fresh snapshot of `{incident.target}`…")
+    _snapshot_and_post(ctx, incident)
+
+
+def _run_list(ctx: CommandContext) -> None:
+    open_incidents = ctx.services.incidents.list_open()
+    ctx.reply_ephemeral(
+        f"{len(open_incidents)} open incident(s)", blocks_=blocks.open_list(incidents=open_incidents)
+    )
+
+
+def _run_help(ctx: CommandContext) -> None:
+    ctx.reply_ephemeral("triage-bot commands", blocks_=help_blocks(ctx.services))
+
+
+def help_blocks(services: Services) -> list[blocks.Block]:
+    """Usage lines for every registered subcommand."""
+    return blocks.help_blocks(usages=[(item.usage, item.summary) for item in services.subcommands.values()])
+
+
+def default_subcommands() -> list[Subcommand]:
+    """The foundation's subcommands."""
+    return [
+        Subcommand(
+            name="job",
+            usage="job <id>",
+            summary=f"open an incident and take a snapshot; id: {ACCEPTED_FORMS}",
+            run=_run_job,
+            check=_check_job,
+            working_text=":hourglass_flowing_sand: Opening an incident and taking a bounded snapshot…",
+        ),
+        Subcommand(
+            name="status",
+            usage=f"status [INC-n] <{'|'.join(lifecycle.STATUSES)}>",
+            summary="move the incident along",
+            run=_run_status,
+            check=_check_status,
+        ),
+        Subcommand(
+            name="assign",
+            usage="assign [INC-n] @person <role>",
+            summary="roles: commander, owner, scribe, observer, owner:<layer>",
+            run=_run_assign,
+            check=_check_assign,
+        ),
+        Subcommand(
+            name="note",
+            usage="note [INC-n] <text>",
+            summary="add a note to the timeline",
+            run=_run_note,
+            check=_check_note,
+        ),
+        Subcommand(
+            name="snapshot",
+            usage="snapshot [INC-n]",
+            summary="take a fresh bounded snapshot of the incident's workload",
+            run=_run_snapshot,
+            working_text=":hourglass_flowing_sand: Taking a bounded snapshot…",
+        ),
+        Subcommand(name="list", usage="list", summary="open incidents", run=_run_list),
+        Subcommand(name="help", usage="help", summary="this list", run=_run_help),
+    ]
