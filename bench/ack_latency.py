@@ -17,11 +17,10 @@ from pathlib import Path
 import requests
 
 from bot.config import Settings
-from bot.incidents.service import IncidentService
 from bot.lab.demo import minimal_diagnoser
 from bot.lab.slack_api import BOT_TOKEN, SlackApiStandIn
 from handlers.ops import server as http_server
-from handlers.slack.app import build_app
+from handlers.slack.app import build_slack_bot, http_app
 from handlers.slack.services import Services
 from handlers.slack.signing import signature_headers
 from storage import db
@@ -82,17 +81,9 @@ def main() -> None:
             DATABASE_URL=url,
             TRIAGE_SCHEDULER_ENABLED=False,
         )
-        engine = db.make_engine(url=url)
-        services = Services(
-            settings=settings,
-            incidents=IncidentService(engine=engine, diagnoser=minimal_diagnoser),
-            diagnoser=minimal_diagnoser,
-        )
-        running = http_server.start_in_thread(
-            wsgi_app=http_server.make_wsgi_app(
-                app=build_app(settings=settings, services=services), services=services
-            )
-        )
+        bot = build_slack_bot(settings=settings, diagnoser=minimal_diagnoser)
+        services = bot.services
+        running = http_server.start_in_thread(wsgi_app=http_app(bot))
         try:
             with requests.Session() as session:
                 _measure(session=session, url=running.url, texts=["help"] * 10, services=services)  # warm up
@@ -119,7 +110,7 @@ def main() -> None:
                 )
         finally:
             running.stop()
-            engine.dispose()
+            bot.close()
 
 
 if __name__ == "__main__":

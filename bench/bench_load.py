@@ -163,12 +163,10 @@ def describe_mix(plan: Sequence[PlannedCommand]) -> str:
 def serve_child(*, database_url: str, slack_api_url: str) -> None:
     """Child process: the real app and waitress server with the lab diagnoser; prints its port."""
     from bot.config import Settings
-    from bot.incidents.service import IncidentService
     from bot.lab.demo import minimal_diagnoser
     from bot.lab.slack_api import BOT_TOKEN
     from handlers.ops import server as http_server
-    from handlers.slack.app import build_app
-    from handlers.slack.services import Services
+    from handlers.slack.app import build_slack_bot, http_app
     from storage import db
 
     settings = Settings(
@@ -179,15 +177,8 @@ def serve_child(*, database_url: str, slack_api_url: str) -> None:
         TRIAGE_SCHEDULER_ENABLED=False,
     )
     db.upgrade(url=database_url)
-    services = Services(
-        settings=settings,
-        incidents=IncidentService(engine=db.make_engine(url=database_url), diagnoser=minimal_diagnoser),
-        diagnoser=minimal_diagnoser,
-        diagnoser_label="minimal demo cluster",
-    )
-    app = build_app(settings=settings, services=services)
-    wsgi = http_server.make_wsgi_app(app=app, services=services)
-    server = http_server.create_server(wsgi_app=wsgi, host="127.0.0.1", port=0)
+    bot = build_slack_bot(settings=settings, diagnoser=minimal_diagnoser, diagnoser_label="minimal demo cluster")
+    server = http_server.create_server(wsgi_app=http_app(bot), host="127.0.0.1", port=0)
     print(f"PORT {server.effective_port}", flush=True)
     server.run()
 

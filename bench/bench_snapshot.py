@@ -144,7 +144,7 @@ def main() -> None:
         kubeconfig = str(server.write_kubeconfig(path=workdir / "kubeconfig"))
         inner = _measure([sys.executable, __file__, "--snapshot-child", kubeconfig], env=env, server=server)
         child = json.loads(inner["stdout"].strip().splitlines()[-1])
-        runs = [_measure([sys.executable, "-c", "from handlers.cli.main import main; main()", "triage", "job", TARGET,
+        runs = [_measure([sys.executable, "-c", "from handlers.main import main; main()", "triage", "job", TARGET,
                           "--kubeconfig", kubeconfig, "--format", "json"], env=env, server=server)
                 for _ in range(3)]
         command = sorted(runs, key=lambda run: run["wall_s"])[1]  # the median of three

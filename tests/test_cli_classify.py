@@ -6,14 +6,13 @@ import json
 
 from typer.testing import CliRunner
 
-from handlers.cli.main import _register_all, app
+from handlers.main import typer_app
 
 LINES = "0/8 nodes are available: 2 Insufficient nvidia.com/gpu, 6 node(s) had untolerated taint {gpu: }.\n\nthe weather is nice today\nNCCL WARN NET/IB : Got completion from peer 10.0.0.7<54862> with status=12 vendor err 129 (Recv)"
 
 
 def _run(*args: str, stdin: str):
-    _register_all()
-    return CliRunner().invoke(app, ["classify", *args], input=stdin)
+    return CliRunner().invoke(typer_app(), ["classify", *args], input=stdin)
 
 
 def test_json_lines_give_one_object_per_non_empty_line_with_null_layer_when_unknown() -> None:
@@ -48,7 +47,6 @@ def test_an_unknown_format_is_refused_with_a_clear_message() -> None:
 
 
 def test_bytes_that_are_not_utf8_are_replaced_not_fatal() -> None:
-    _register_all()
-    result = CliRunner().invoke(app, ["classify", "--format", "json"], input=b"\xff\xfe OOMKilled\n")
+    result = CliRunner().invoke(typer_app(), ["classify", "--format", "json"], input=b"\xff\xfe OOMKilled\n")
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["layer"] == "runtime"

@@ -13,15 +13,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from handlers.cli.main import _register_all, app
+from handlers.main import typer_app
 from tests.support.kube_lab import running_lab
 
-_register_all()
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
+    result = CliRunner().invoke(typer_app(), list(args))
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -107,7 +106,7 @@ def test_lab_list_names_every_scenario() -> None:
 def test_lab_serve_prints_a_kubeconfig_that_works_until_interrupted(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
-        [sys.executable, "-c", "from handlers.cli.main import main; main()", "lab", "serve", "nccl-ib",
+        [sys.executable, "-c", "from handlers.main import main; main()", "lab", "serve", "nccl-ib",
          "--kubeconfig-out", str(tmp_path / "kc")], stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     try:
         assert process.stdout is not None
@@ -126,7 +125,7 @@ def test_an_unknown_lab_scenario_exits_2() -> None:
     assert code == 2 and "known:" in err
 
 
-@pytest.mark.parametrize("raw", ["88123", "slurm:42"])
+@pytest.mark.parametrize("raw", ["88123", "slurm:9876543"])  # ids this test cluster never reaches
 def test_a_slurm_target_goes_to_the_slurm_collectors(raw: str) -> None:
     code, out, err = _run("triage", "job", raw, "--format", "json")
     if shutil.which("scontrol") is None:  # no Slurm client here: the collector says it skipped

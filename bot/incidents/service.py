@@ -19,6 +19,9 @@ from bot.config import Settings
 from bot.evidence import findings, redact
 from bot.evidence.report import Diagnoser, SnapshotReport
 from bot.evidence.targets import Target, parse_target
+from bot.incidents import policy as rulebook
+from bot.incidents.errors import IncidentError, IncidentNotFound
+from bot.incidents.policy import BOT_ACTOR, MULTI_HOLDER_ROLES, Policy
 from storage.db import session_scope
 from storage.repositories import incidents as incident_repo
 from storage.tables.incidents import (
@@ -31,27 +34,12 @@ from storage.tables.incidents import (
 )
 
 STATUSES = INCIDENT_STATUSES
-BASE_ROLES = ("commander", "owner", "scribe", "observer")
-MULTI_HOLDER_ROLES = frozenset({"owner", "observer"})
 MAX_NOTE_CHARS = 3000
-BOT_ACTOR = "triage-bot"
 OPEN_ATTEMPTS = 5
 SEVERITIES = tuple(item.value for item in findings.Severity)
 SNAPSHOT_STARTED = "snapshot_started"
 SNAPSHOT_INTERRUPTED = "snapshot_interrupted"
 SNAPSHOT_KINDS = frozenset({SNAPSHOT_STARTED, "snapshot", "snapshot_failed", SNAPSHOT_INTERRUPTED})
-
-
-class IncidentError(ValueError):
-    """A request the lifecycle refuses; the message is safe to show a user and says what to do."""
-
-
-class IncidentNotFound(IncidentError):
-    """No incident matches the key or channel."""
-
-
-class DuplicateRequest(IncidentError):
-    """This Slack request was already handled (a retry, or another replica got it first)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -110,22 +98,6 @@ class OpenResult:
     created: bool
 
 
-def normalise_role(raw: str) -> str:
-    """Accept commander/owner/scribe/observer and `owner:<layer>`; raise IncidentError otherwise."""
-    role = raw.strip().lower()
-    if role in BASE_ROLES:
-        return role
-    if role.startswith("owner:"):
-        layer = role.split(":", 1)[1]
-        if layer in {item.value for item in findings.Layer}:
-            return role
-        layers = ", ".join(item.value for item in findings.Layer)
-        raise IncidentError(f"`{layer[:30]}` is not a layer. Use `owner:<layer>` with one of: {layers}.")
-    raise IncidentError(
-        f"`{role[:30]}` is not a role. Roles: commander, owner, scribe, observer, or owner:<layer>."
-    )
-
-
 def worst_severity(report: SnapshotReport) -> str | None:
     """The most severe finding's severity, or None when nothing was found."""
     if not report.findings:
@@ -142,14 +114,14 @@ class IncidentService:
         engine: Engine,
         diagnoser: Diagnoser | None,
         clock: Callable[[], datetime] = findings.utcnow,
-        admin_user_ids: frozenset[str] = frozenset(),
+        policy: Policy | None = None,
     ) -> None:
         self.engine = engine
         self.diagnoser = diagnoser
         self.clock = clock
         # Tells this process's snapshots from those of an earlier run of the same instance.
         self.boot_id = uuid.uuid4().hex
-        self.admin_user_ids = admin_user_ids
+        self.policy = policy or Policy()
 
     # --- opening -------------------------------------------------------------------------------
 
@@ -214,6 +186,8 @@ class IncidentService:
                 raise IncidentError(
                     f"{incident.key} is already resolved; open a new one with `/triage job {incident.target}`."
                 )
+            verb = "resolve" if wanted == "resolved" else "change the status of"
+            self._require_command(session, incident, actor=actor, action=verb)
             previous = incident.status
             if previous == wanted:
                 raise IncidentError(f"{incident.key} is already {wanted}.")
@@ -240,6 +214,7 @@ class IncidentService:
             raise IncidentError(f"`{wanted[:20]}` is not a severity. Use one of: {', '.join(SEVERITIES)}.")
         with session_scope(self.engine) as session:
             incident = self._get(session, incident_key)
+            self._require_command(session, incident, actor=actor, action="change the severity of")
             previous = incident.severity or "unknown"
             incident.severity = wanted
             incident.updated_at = self.clock()
@@ -261,6 +236,7 @@ class IncidentService:
                 incident = self._get(session, incident_key)
                 if incident.status != "resolved":
                     raise IncidentError(f"{incident.key} is {incident.status}, not resolved; nothing to reopen.")
+                self._require_command(session, incident, actor=actor, action="reopen")
                 incident.status = "investigating"
                 incident.resolved_at = None
                 incident.updated_at = self.clock()
@@ -281,12 +257,17 @@ class IncidentService:
 
     def assign(self, *, incident_key: str, user_id: str, role: str, actor: str) -> IncidentView:
         """Give `user_id` a role; single-holder roles (commander, scribe, owner:<layer>) move."""
-        normalised = normalise_role(role)
+        normalised = rulebook.parse_role(text=role)
         with session_scope(self.engine) as session:
             incident = self._get(session, incident_key)
             self._require_open(incident)
-            if normalised == "commander":
-                self._require_commander(session, incident, actor=actor, action="hand over command")
+            self.policy.require_assign(
+                actor=actor,
+                commanders=self._commanders(session, incident),
+                user_id=user_id,
+                role=normalised,
+                incident_key=incident.key,
+            )
             self._grant(session, incident, role=normalised, user_id=user_id, actor=actor)
             incident.updated_at = self.clock()
             session.add(incident)
@@ -318,12 +299,12 @@ class IncidentService:
 
     # --- snapshots -----------------------------------------------------------------------------
 
-    def run_snapshot(
-        self, *, incident_key: str, settings: Settings, actor: str = BOT_ACTOR
-    ) -> SnapshotReport:
-        """Ask the diagnoser about the incident's workload and store what it says."""
+    def run_snapshot(self, *, incident_key: str, settings: Settings, actor: str) -> SnapshotReport:
+        """Ask the diagnoser about the incident's workload and store what it says; `actor` is who asked
+        (a person, or the bot for alert intake), checked against the allow-list whatever the path."""
         if self.diagnoser is None:
             raise IncidentError("No diagnoser is configured, so no snapshot can be taken.")
+        self.policy.require_cluster_read(actor=actor)
         incident = self.get(incident_key=incident_key)
         # Marked as running first, so a restart can tell the snapshot was interrupted.
         self.add_timeline_entry(
@@ -337,6 +318,13 @@ class IncidentService:
         report = redact.redact_report(self.diagnoser(target=parse_target(incident.target), settings=settings))
         self.record_snapshot(incident_key=incident_key, report=report, actor=actor)
         return report
+
+    def snapshot_of(self, *, target: Target, settings: Settings, actor: str) -> SnapshotReport:
+        """A bounded, redacted snapshot of another workload (a healthy sibling to compare), not stored."""
+        if self.diagnoser is None:
+            raise IncidentError("No diagnoser is configured, so no snapshot can be taken.")
+        self.policy.require_cluster_read(actor=actor, what="take snapshots (a comparison takes one)")
+        return redact.redact_report(self.diagnoser(target=target, settings=settings))
 
     def record_snapshot(self, *, incident_key: str, report: SnapshotReport, actor: str = BOT_ACTOR) -> None:
         """Store the report JSON (observations included), its verdict and a timeline entry."""
@@ -502,18 +490,19 @@ class IncidentService:
             raise IncidentNotFound(f"There is no incident {key[:20]}. `/triage list` shows the open ones.")
         return incident
 
-    def _require_commander(self, session: Any, incident: Incident, *, actor: str, action: str) -> None:
-        """Command moves only by the current commander's hand (or an admin's, or when nobody holds it)."""
-        commanders = [
+    @staticmethod
+    def _commanders(session: Any, incident: Incident) -> list[str]:
+        return [
             item.user_id
             for item in incident_repo.active_roles(session, incident_id=_row_id(incident))
-            if item.role == "commander"
+            if item.role == rulebook.COMMANDER
         ]
-        if commanders and actor not in commanders and actor not in self.admin_user_ids:
-            raise IncidentError(
-                f"Only the commander (<@{commanders[0]}>) or an admin can {action} on {incident.key}; "
-                "ask them to run the command."
-            )
+
+    def _require_command(self, session: Any, incident: Incident, *, actor: str, action: str) -> None:
+        """Commander-or-admin actions, by the one rulebook."""
+        self.policy.require_command(
+            actor=actor, commanders=self._commanders(session, incident), action=action, incident_key=incident.key
+        )
 
     @staticmethod
     def _require_open(incident: Incident) -> None:

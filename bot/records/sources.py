@@ -17,8 +17,8 @@ from bot.config import Settings
 from bot.evidence import findings
 from bot.incidents.service import IncidentError, IncidentService, IncidentView
 from bot.records.build import IncidentData, RoleEntry, TimelineItem
-from bot.schedule.store import JobStore
-from bot.schedule.tasks import IncidentThread, JobKind, Revalidation, RevalidationUnavailable
+from bot.schedule.store import TaskStore
+from bot.schedule.tasks import IncidentThread, Revalidation, RevalidationUnavailable, TaskKind
 from storage.repositories import incidents as incident_repo
 from storage.tables.incidents import Incident, RoleAssignment, TimelineEntry
 
@@ -50,7 +50,7 @@ def load_incident_data(
     incident_key: str,
     changes: ChangeService,
     prevention: PreventionService,
-    jobs: JobStore,
+    tasks: TaskStore,
 ) -> IncidentData:
     """Everything the handoff and postmortem draw on, read from the database."""
     with Session(engine) as session:
@@ -87,7 +87,7 @@ def load_incident_data(
             ),
         )
     validations: list[dict[str, Any]] = []
-    for job in jobs.jobs(incident_key=data.key, kind=JobKind.VALIDATION_WINDOW):
+    for job in tasks.tasks(incident_key=data.key, kind=TaskKind.VALIDATION_WINDOW):
         if job.done_at is not None and job.result:
             validations.append(dict(job.result))
         elif job.done_at is None:
@@ -153,13 +153,20 @@ class SnapshotRevalidator:
         self._incidents = incidents
         self._settings = settings
 
-    def revalidate(self, *, incident_key: str) -> Revalidation:
-        """Original rules from the first stored snapshot; current ones from a fresh, stored snapshot."""
+    def revalidate(self, *, incident_key: str, requested_by: str) -> Revalidation:
+        """Original rules from the first stored snapshot; current ones from a fresh, stored snapshot taken
+        on behalf of `requested_by` (the rulebook applies to scheduled reads as to typed ones)."""
         if self._incidents.diagnoser is None:
             raise RevalidationUnavailable("no cluster is configured for this bot")
+        if not self._incidents.policy.may_read_cluster(requested_by):
+            raise RevalidationUnavailable(
+                f"<@{requested_by}>, who applied the change, is not on the snapshot allow-list"
+            )
         stored = self._incidents.snapshots(incident_key=incident_key)
         original = frozenset(item["rule"] for item in (stored[0].get("findings", ()) if stored else ()))
-        report = self._incidents.run_snapshot(incident_key=incident_key, settings=self._settings)
+        report = self._incidents.run_snapshot(
+            incident_key=incident_key, settings=self._settings, actor=requested_by
+        )
         return Revalidation(
             original_rules=original,
             current_rules=frozenset(finding.rule for finding in report.findings),

@@ -29,7 +29,7 @@ from storage.tables import records as tables
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
-_JOBS: sqlalchemy.Table = tables.ScheduledJob.__table__  # type: ignore[attr-defined]  # SQLModel sets it
+_JOBS: sqlalchemy.Table = tables.ScheduledTask.__table__  # type: ignore[attr-defined]  # SQLModel sets it
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -62,7 +62,7 @@ class Notifier(Protocol):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class JobView:
+class TaskView:
     """One claimed job as plain data, handed to its handler."""
 
     id: int
@@ -74,15 +74,15 @@ class JobView:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class JobContext:
+class TaskContext:
     """What a handler gets: the job, the store (to schedule follow-ups) and the time."""
 
-    job: JobView
-    store: JobStore
+    job: TaskView
+    store: TaskStore
     now: datetime
 
 
-JobHandler = Callable[[JobContext], "dict[str, Any] | None"]
+TaskHandler = Callable[[TaskContext], "dict[str, Any] | None"]
 
 
 def default_instance_id() -> str:
@@ -90,7 +90,7 @@ def default_instance_id() -> str:
     return f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
 
 
-class JobStore:
+class TaskStore:
     """Adds, claims and finishes durable jobs."""
 
     def __init__(self, *, engine: sqlalchemy.Engine, clock: Clock = utcnow) -> None:
@@ -136,11 +136,11 @@ class JobStore:
         """Add a job inside the caller's transaction (so it commits with the change that caused it)."""
         if dedupe_key is not None:
             exists = session.exec(
-                select(tables.ScheduledJob.id).where(tables.ScheduledJob.dedupe_key == dedupe_key)
+                select(tables.ScheduledTask.id).where(tables.ScheduledTask.dedupe_key == dedupe_key)
             )
             if exists.first() is not None:
                 return None
-        row = tables.ScheduledJob(
+        row = tables.ScheduledTask(
             kind=kind,
             incident_key=incident_key,
             payload=dict(payload or {}),
@@ -155,11 +155,11 @@ class JobStore:
             return None  # a concurrent replica added the same dedupe_key first
         return row.id
 
-    def claim_due(self, *, instance_id: str, limit: int = 20) -> tuple[JobView, ...]:
+    def claim_due(self, *, instance_id: str, limit: int = 20) -> tuple[TaskView, ...]:
         """Claim up to `limit` due jobs for this instance; each claim is an atomic conditional UPDATE."""
         now = self._clock()
         table = _JOBS
-        claimed: list[JobView] = []
+        claimed: list[TaskView] = []
         with self._engine.begin() as connection:
             query = (
                 sqlalchemy.select(table.c.id)
@@ -183,7 +183,7 @@ class JobStore:
                         .one()
                     )
                     claimed.append(
-                        JobView(
+                        TaskView(
                             id=row["id"],
                             kind=row["kind"],
                             incident_key=row["incident_key"],
@@ -286,16 +286,16 @@ class JobStore:
             )
             return result.rowcount or 0
 
-    def jobs(
+    def tasks(
         self, *, incident_key: str | None = None, kind: str | None = None
-    ) -> tuple[tables.ScheduledJob, ...]:
+    ) -> tuple[tables.ScheduledTask, ...]:
         """Every job (done or not), for records and tests."""
         with Session(self._engine) as session:
-            query = select(tables.ScheduledJob).order_by(_JOBS.c.due_at, _JOBS.c.id)
+            query = select(tables.ScheduledTask).order_by(_JOBS.c.due_at, _JOBS.c.id)
             if incident_key is not None:
-                query = query.where(tables.ScheduledJob.incident_key == incident_key)
+                query = query.where(tables.ScheduledTask.incident_key == incident_key)
             if kind is not None:
-                query = query.where(tables.ScheduledJob.kind == kind)
+                query = query.where(tables.ScheduledTask.kind == kind)
             rows = session.exec(query).all()
             for row in rows:
                 session.expunge(row)
@@ -310,14 +310,14 @@ class RunSummary:
     failed: int
 
 
-class JobRunner:
+class TaskRunner:
     """Claims due jobs and runs each through its kind's handler; one bad job never stops the rest."""
 
     def __init__(
         self,
         *,
-        store: JobStore,
-        handlers: Mapping[str, JobHandler],
+        store: TaskStore,
+        handlers: Mapping[str, TaskHandler],
         instance_id: str,
         batch: int = 20,
         max_attempts: int = 5,
@@ -325,7 +325,7 @@ class JobRunner:
         lease: timedelta = timedelta(minutes=10),
         on_run: Callable[..., None] | None = None,
     ) -> None:
-        """`handlers` maps a job kind to a callable taking a JobContext; `on_run(kind=, outcome=)` is told
+        """`handlers` maps a job kind to a callable taking a TaskContext; `on_run(kind=, outcome=)` is told
         of every run (metrics live at the edge)."""
         self._store = store
         self._handlers = dict(handlers)
@@ -373,10 +373,10 @@ class JobRunner:
             except Exception:
                 log.warning("job observer failed", exc_info=True)
 
-    def _run_one(self, *, job: JobView, handler: JobHandler) -> bool:
+    def _run_one(self, *, job: TaskView, handler: TaskHandler) -> bool:
         """Run one claimed job; True when it finished, False when it failed (and was rescheduled or dropped)."""
         try:
-            result = handler(JobContext(job=job, store=self._store, now=self._store.clock()))
+            result = handler(TaskContext(job=job, store=self._store, now=self._store.clock()))
         except Exception as error:
             log.exception("scheduled job %s (%s) failed", job.id, job.kind)
             give_up = job.attempts >= self._max_attempts
@@ -394,10 +394,10 @@ class JobRunner:
         return True
 
 
-class JobScheduler:
+class TaskScheduler:
     """An APScheduler BackgroundScheduler that polls the durable table every few seconds."""
 
-    def __init__(self, *, runner: JobRunner, poll_seconds: float = 5.0) -> None:
+    def __init__(self, *, runner: TaskRunner, poll_seconds: float = 5.0) -> None:
         """Nothing runs until `start()`."""
         self._runner = runner
         self._poll_seconds = poll_seconds

@@ -11,10 +11,10 @@ from typing import Any, Protocol
 
 from bot.changes.prevention import OPEN, PreventionService
 from bot.changes.service import ChangeState, ChangeView
-from bot.schedule.store import Button, JobContext, JobHandler, JobStore, Notifier
+from bot.schedule.store import Button, Notifier, TaskContext, TaskHandler, TaskStore
 
 
-class JobKind(enum.StrEnum):
+class TaskKind(enum.StrEnum):
     """The kinds of durable job the bot schedules."""
 
     UPDATE_REMINDER = "update_reminder"
@@ -105,21 +105,21 @@ class RevalidationUnavailable(RuntimeError):
 class Revalidator(Protocol):
     """Re-runs the incident's snapshot and compares it with the original one."""
 
-    def revalidate(self, *, incident_key: str) -> Revalidation:
-        """Take a fresh snapshot of the incident's target."""
+    def revalidate(self, *, incident_key: str, requested_by: str) -> Revalidation:
+        """Take a fresh snapshot of the incident's target on behalf of whoever scheduled it."""
 
 
-def ensure_update_reminder(*, store: JobStore, thread: IncidentThread, now: datetime) -> int | None:
+def ensure_update_reminder(*, store: TaskStore, thread: IncidentThread, now: datetime) -> int | None:
     """Queue a reminder unless one already waits (a repeated `/triage job` must not double the nudges)."""
-    if store.has_pending(kind=JobKind.UPDATE_REMINDER, incident_key=thread.key):
+    if store.has_pending(kind=TaskKind.UPDATE_REMINDER, incident_key=thread.key):
         return None
     return schedule_update_reminder(store=store, thread=thread, now=now)
 
 
-def schedule_update_reminder(*, store: JobStore, thread: IncidentThread, now: datetime) -> int | None:
+def schedule_update_reminder(*, store: TaskStore, thread: IncidentThread, now: datetime) -> int | None:
     """Queue the next update reminder at the severity's interval."""
     return store.enqueue(
-        kind=JobKind.UPDATE_REMINDER,
+        kind=TaskKind.UPDATE_REMINDER,
         incident_key=thread.key,
         due_at=now + update_interval(severity=thread.severity),
         payload={"severity": thread.severity},
@@ -133,20 +133,22 @@ def validation_prefix(*, change_id: int) -> str:
 
 def schedule_validation_windows(
     *,
-    store: JobStore,
+    store: TaskStore,
     change: ChangeView,
     applied_at: datetime,
+    requested_by: str,
     offsets: tuple[timedelta, ...] = VALIDATION_OFFSETS,
 ) -> list[int]:
-    """Queue one re-validation snapshot per offset after a change was applied (once per change and window)."""
+    """Queue one re-validation snapshot per offset after a change was applied (once per change and window);
+    each remembers who applied the change, so the snapshot runs under that person's rights."""
     queued: list[int] = []
     for offset in offsets:
         label = window_label(offset=offset)
         job_id = store.enqueue(
-            kind=JobKind.VALIDATION_WINDOW,
+            kind=TaskKind.VALIDATION_WINDOW,
             incident_key=change.incident_key,
             due_at=applied_at + offset,
-            payload={"change_id": change.id, "window": label},
+            payload={"change_id": change.id, "window": label, "requested_by": requested_by},
             dedupe_key=f"{validation_prefix(change_id=change.id)}{label}",
         )
         if job_id is not None:
@@ -155,12 +157,12 @@ def schedule_validation_windows(
 
 
 def schedule_prevention_followup(
-    *, store: JobStore, action_id: int, incident_key: str, due_on: date
+    *, store: TaskStore, action_id: int, incident_key: str, due_on: date
 ) -> int | None:
     """Queue the owner's reminder for the morning (09:00 UTC) of the due date."""
     due_at = datetime(due_on.year, due_on.month, due_on.day, 9, tzinfo=store.clock().tzinfo)
     return store.enqueue(
-        kind=JobKind.PREVENTION_FOLLOWUP,
+        kind=TaskKind.PREVENTION_FOLLOWUP,
         incident_key=incident_key,
         due_at=due_at,
         payload={"action_id": action_id},
@@ -168,22 +170,22 @@ def schedule_prevention_followup(
     )
 
 
-def ensure_weekly_digest(*, store: JobStore, channel: str, now: datetime) -> int | None:
+def ensure_weekly_digest(*, store: TaskStore, channel: str, now: datetime) -> int | None:
     """Queue the channel's digest for the coming week unless one is queued already."""
     year, week, _ = (now + DIGEST_PERIOD).isocalendar()
     return store.enqueue(
-        kind=JobKind.WEEKLY_DIGEST,
+        kind=TaskKind.WEEKLY_DIGEST,
         due_at=now + DIGEST_PERIOD,
         payload={"channel": channel},
         dedupe_key=f"digest:{channel}:{year}-W{week:02d}",
     )
 
 
-def ensure_daily_prune(*, store: JobStore, now: datetime, due_at: datetime | None = None) -> int | None:
+def ensure_daily_prune(*, store: TaskStore, now: datetime, due_at: datetime | None = None) -> int | None:
     """Queue the idempotency table's housekeeping for `due_at` (default now) unless that day's is queued."""
     when = due_at or now
     return store.enqueue(
-        kind=JobKind.PRUNE_PROCESSED_REQUESTS, due_at=when, dedupe_key=f"prune:{when.date().isoformat()}"
+        kind=TaskKind.PRUNE_PROCESSED_REQUESTS, due_at=when, dedupe_key=f"prune:{when.date().isoformat()}"
     )
 
 
@@ -195,10 +197,10 @@ def build_handlers(
     prevention: PreventionService,
     change_lookup: Callable[[int], ChangeView],
     prune_requests: Callable[..., int] | None = None,
-) -> dict[str, JobHandler]:
+) -> dict[str, TaskHandler]:
     """The handler per job kind, closed over what they need."""
 
-    def update_reminder(context: JobContext) -> dict[str, Any] | None:
+    def update_reminder(context: TaskContext) -> dict[str, Any] | None:
         """Nudge the thread (and the owner) for an update, then queue the next one."""
         thread = directory.thread(incident_key=context.job.incident_key or "")
         if thread is None or thread.status in CLOSED_STATUSES:
@@ -211,7 +213,7 @@ def build_handlers(
         ):
             # The incident moved recently: no nudge; look again one interval after that update.
             context.store.enqueue(
-                kind=JobKind.UPDATE_REMINDER,
+                kind=TaskKind.UPDATE_REMINDER,
                 incident_key=thread.key,
                 due_at=thread.last_update_at + interval,
                 payload={"severity": thread.severity},
@@ -239,7 +241,7 @@ def build_handlers(
         schedule_update_reminder(store=context.store, thread=thread, now=context.now)
         return {"reminded": thread.owner or "", "severity": thread.severity}
 
-    def validation_window(context: JobContext) -> dict[str, Any] | None:
+    def validation_window(context: TaskContext) -> dict[str, Any] | None:
         """Re-run the snapshot and say whether the original failure still reproduces."""
         key = context.job.incident_key or ""
         change = change_lookup(int(context.job.payload["change_id"]))
@@ -248,7 +250,10 @@ def build_handlers(
             return None  # nothing left to validate; kept out of the recurrence check
         thread = directory.thread(incident_key=key)
         try:
-            outcome = revalidator.revalidate(incident_key=key)
+            # A window queued before requesters were recorded has none: it runs as nobody, so an allow-list
+            # refuses it rather than letting it read the cluster as the bot.
+            requested_by = str(context.job.payload.get("requested_by") or "unknown")
+            outcome = revalidator.revalidate(incident_key=key, requested_by=requested_by)
         except RevalidationUnavailable as error:
             if thread is not None:
                 notifier.post_thread(
@@ -281,7 +286,7 @@ def build_handlers(
             "verdict": verdict,
         }
 
-    def prevention_followup(context: JobContext) -> dict[str, Any] | None:
+    def prevention_followup(context: TaskContext) -> dict[str, Any] | None:
         """Remind the owner of an open prevention action on its due date."""
         action_id = int(context.job.payload["action_id"])
         actions = {
@@ -302,7 +307,7 @@ def build_handlers(
             )
         return {"reminded": action.owner}
 
-    def weekly_digest(context: JobContext) -> dict[str, Any] | None:
+    def weekly_digest(context: TaskContext) -> dict[str, Any] | None:
         """List overdue prevention actions of this channel's incidents, then queue next week's."""
         channel = str(context.job.payload["channel"])
         by_channel: dict[str, list[str]] = defaultdict(list)
@@ -321,16 +326,16 @@ def build_handlers(
         ensure_weekly_digest(store=context.store, channel=channel, now=context.now)
         return {"overdue": len(lines)}
 
-    def prune_processed_requests(context: JobContext) -> dict[str, Any] | None:
+    def prune_processed_requests(context: TaskContext) -> dict[str, Any] | None:
         """Keep the exactly-once table bounded: forget fingerprints past the retention, then queue tomorrow's."""
         pruned = 0 if prune_requests is None else prune_requests(older_than=context.now - PROCESSED_REQUEST_RETENTION)
         ensure_daily_prune(store=context.store, now=context.now, due_at=context.now + PRUNE_PERIOD)
         return {"pruned": pruned}
 
     return {
-        JobKind.PRUNE_PROCESSED_REQUESTS.value: prune_processed_requests,
-        JobKind.UPDATE_REMINDER.value: update_reminder,
-        JobKind.VALIDATION_WINDOW.value: validation_window,
-        JobKind.PREVENTION_FOLLOWUP.value: prevention_followup,
-        JobKind.WEEKLY_DIGEST.value: weekly_digest,
+        TaskKind.PRUNE_PROCESSED_REQUESTS.value: prune_processed_requests,
+        TaskKind.UPDATE_REMINDER.value: update_reminder,
+        TaskKind.VALIDATION_WINDOW.value: validation_window,
+        TaskKind.PREVENTION_FOLLOWUP.value: prevention_followup,
+        TaskKind.WEEKLY_DIGEST.value: weekly_digest,
     }

@@ -16,7 +16,7 @@ from bot.incidents.service import IncidentError
 from bot.records import build as records
 from bot.records import bundle
 from bot.records.sources import load_incident_data
-from bot.schedule.store import JobStore
+from bot.schedule.store import TaskStore
 from storage import db
 
 
@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
                 incident_key=incident_key,
                 changes=ChangeService(engine=engine),
                 prevention=PreventionService(engine=engine),
-                jobs=JobStore(engine=engine),
+                tasks=TaskStore(engine=engine),
             )
         except IncidentError as error:
             typer.echo(str(error), err=True)

@@ -1,11 +1,9 @@
-"""Terminal surface for the snapshot: `triage job <id>` and the lab (`lab serve`, `lab list`)."""
+"""`triage-bot triage job <id>`: one bounded snapshot from the terminal, as text, JSON or Markdown."""
 
 from __future__ import annotations
 
 import enum
 import json
-import tempfile
-import threading
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -119,9 +117,8 @@ def render_text(console: Console, report: SnapshotReport, differences: list[comp
 
 
 def register(app: typer.Typer) -> None:
-    """Attach `triage` and `lab` command groups."""
+    """Attach the `triage` group."""
     triage = typer.Typer(help="Bounded diagnostic snapshots of one workload.", no_args_is_help=True)
-    lab = typer.Typer(help="Simulated clusters for the demo, practice and tests.", no_args_is_help=True)
 
     @triage.command("job")
     def job(
@@ -161,43 +158,4 @@ def register(app: typer.Typer) -> None:
         else:
             render_text(Console(), report, differences)
 
-    @lab.command("list")
-    def lab_list() -> None:
-        """Name the lab scenarios and what each simulates."""
-        from bot.lab import scenarios
-
-        for name, factory in scenarios.SCENARIOS.items():
-            typer.echo(f"{name:22} {(factory.__doc__ or '').strip()}")
-
-    @lab.command("serve")
-    def lab_serve(
-        scenario: Annotated[str, typer.Argument(help="a name from `lab list`")],
-        kubeconfig_out: Annotated[Path | None, typer.Option(help="where to write the kubeconfig")] = None,
-        seconds: Annotated[float | None, typer.Option(help="stop after this long (default: Ctrl-C)")] = None,
-    ) -> None:
-        """Serve a simulated cluster on loopback and print a kubeconfig for it."""
-        from bot.lab import kube_api, scenarios
-
-        try:
-            built = scenarios.build(scenario)
-        except scenarios.UnknownScenario as exc:
-            raise _fail(str(exc.args[0]), code=EXIT_BAD_INPUT) from None
-        server = kube_api.KubeApiServer(state=built.state).start()
-        path = kubeconfig_out or Path(tempfile.mkdtemp(prefix="triage-lab-")) / "kubeconfig"
-        server.write_kubeconfig(path=path)
-        typer.echo(f"kubeconfig: {path}")
-        typer.echo(f"server: {server.url}")
-        typer.echo(f"scenario: {built.name} — {built.description}")
-        typer.echo(f"try: triage-bot triage job {built.target} --kubeconfig {path} --compare {built.healthy_target}")
-        typer.echo(f"     kubectl --kubeconfig {path} get pods -A -o wide")
-        typer.echo(server.kubeconfig_text(), nl=True)
-        stop = threading.Event()
-        try:
-            stop.wait(timeout=seconds)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.stop()
-
     app.add_typer(triage, name="triage")
-    app.add_typer(lab, name="lab")

@@ -112,6 +112,6 @@ class BotMetrics:
 
         return observed
 
-    def count_job(self, *, kind: str, outcome: str) -> None:
-        """One scheduled job run (the JobRunner's observer)."""
+    def count_task(self, *, kind: str, outcome: str) -> None:
+        """One scheduled job run (the TaskRunner's observer)."""
         self.job_runs.labels(kind=kind, outcome=outcome).inc()

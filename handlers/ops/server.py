@@ -11,74 +11,48 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import waitress
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from slack_bolt import App
-from slack_bolt.adapter.wsgi import SlackRequestHandler
-from slack_sdk.errors import SlackApiError
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from handlers.slack.services import Services
-from storage import db
+from handlers.ops.paths import EVENTS_PATH
 
 log = logging.getLogger(__name__)
 
 StartResponse = Callable[..., Any]
 WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
-EVENTS_PATH = "/slack/events"
+Check = Callable[[], None]
 
 
 class Readiness:
-    """Named checks; each raises when its dependency is not ready. Slack auth is cached briefly."""
+    """Named checks, each raising when its dependency is not ready; `cached` ones are trusted for a while."""
 
-    def __init__(self, *, app: App, services: Services, auth_ttl_seconds: float = 30.0) -> None:
-        self._app = app
-        self._services = services
-        self._auth_ttl = auth_ttl_seconds
-        self._auth_ok_until = 0.0
+    def __init__(self, *, checks: dict[str, Check], cached: frozenset[str] = frozenset(), ttl_seconds: float = 30.0) -> None:
+        self._checks = checks
+        self._cached = cached
+        self._ttl = ttl_seconds
+        self._ok_until: dict[str, float] = {}
         self._lock = threading.Lock()
-
-    def _database(self) -> None:
-        db.ping(engine=self._services.incidents.engine)
-
-    def _slack(self) -> None:
-        with self._lock:
-            if time.monotonic() < self._auth_ok_until:
-                return
-        try:
-            self._app.client.auth_test()
-        except SlackApiError as error:
-            raise RuntimeError(f"auth.test: {error.response.get('error')}") from None
-        with self._lock:
-            self._auth_ok_until = time.monotonic() + self._auth_ttl
-
-    def _scheduler(self) -> None:
-        scheduler = self._services.scheduler
-        if (
-            self._services.settings.scheduler_enabled
-            and scheduler is not None
-            and not getattr(scheduler, "running", False)
-        ):
-            raise RuntimeError("scheduler is not running")
 
     def results(self) -> dict[str, str]:
         """Check name -> "ok" or the reason it is not ready."""
         out = {}
-        for name, check in (
-            ("database", self._database),
-            ("slack", self._slack),
-            ("scheduler", self._scheduler),
-        ):
+        for name, check in self._checks.items():
+            with self._lock:
+                if time.monotonic() < self._ok_until.get(name, 0.0):
+                    out[name] = "ok"
+                    continue
             try:
                 check()
                 out[name] = "ok"
+                if name in self._cached:
+                    with self._lock:
+                        self._ok_until[name] = time.monotonic() + self._ttl
             except Exception as error:  # noqa: BLE001 (report, don't crash the probe)
                 out[name] = f"{type(error).__name__}: {error}"[:300]
         return out
 
 
-def make_wsgi_app(*, app: App, services: Services) -> WSGIApp:
-    """Route Slack's request URL to Bolt and the operational endpoints to small handlers."""
-    slack = SlackRequestHandler(app)
-    readiness = Readiness(app=app, services=services)
+def make_wsgi_app(*, events: WSGIApp, readiness: Readiness, registry: CollectorRegistry) -> WSGIApp:
+    """Route Slack's request URL to the Slack edge and the operational endpoints to small handlers."""
 
     def respond(start_response: StartResponse, status: str, body: bytes, content_type: str) -> list[bytes]:
         start_response(status, [("Content-Type", content_type), ("Content-Length", str(len(body)))])
@@ -92,7 +66,7 @@ def make_wsgi_app(*, app: App, services: Services) -> WSGIApp:
                 return respond(
                     start_response, "401 Unauthorized", b'{"error":"invalid request"}', "application/json"
                 )
-            return slack(environ, start_response)
+            return events(environ, start_response)
         if path == "/healthz":
             return respond(start_response, "200 OK", b'{"status":"ok"}', "application/json")
         if path == "/readyz":
@@ -103,9 +77,7 @@ def make_wsgi_app(*, app: App, services: Services) -> WSGIApp:
                 start_response, "200 OK" if ready else "503 Service Unavailable", body, "application/json"
             )
         if path == "/metrics":
-            return respond(
-                start_response, "200 OK", generate_latest(services.metrics.registry), CONTENT_TYPE_LATEST
-            )
+            return respond(start_response, "200 OK", generate_latest(registry), CONTENT_TYPE_LATEST)
         return respond(start_response, "404 Not Found", b'{"error":"not found"}', "application/json")
 
     return wsgi

@@ -9,7 +9,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from handlers.slack.services import Services
+from bot.core import Core
+from handlers.ops.work import WorkTracker
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ def stop_event_on_signals() -> threading.Event:
     return stop
 
 
-def drain(*, services: Services, stop_accepting: Callable[[], None], grace_seconds: float) -> list[str]:
+def drain(*, core: Core, work: WorkTracker, stop_accepting: Callable[[], None], grace_seconds: float) -> list[str]:
     """Stop intake, wait up to `grace_seconds` for acked work, then mark this process's unfinished
     snapshots interrupted and stop the scheduler. Returns the incident keys marked interrupted."""
     started = time.monotonic()
@@ -35,20 +36,17 @@ def drain(*, services: Services, stop_accepting: Callable[[], None], grace_secon
         stop_accepting()
     except Exception:
         log.warning("closing the listener failed", exc_info=True)
-    finished = services.work.wait_idle(timeout=grace_seconds)
+    finished = work.wait_idle(timeout=grace_seconds)
     interrupted: list[str] = []
     if not finished:
         try:
-            interrupted = services.incidents.interrupt_running_snapshots(
-                instance_id=services.settings.instance_id
-            )
+            interrupted = core.incidents.interrupt_running_snapshots(instance_id=core.settings.instance_id)
         except Exception:
             log.exception("could not record interrupted snapshots; the next start will")
         for key in interrupted:
             log.warning("snapshot still running at shutdown recorded as interrupted", extra={"incident": key})
-    scheduler = services.scheduler
-    if scheduler is not None and getattr(scheduler, "running", False):
-        scheduler.shutdown(wait=False)
+    if core.scheduler.running:
+        core.scheduler.shutdown(wait=False)
     log.info(
         "shutdown complete",
         extra={

@@ -1,122 +1,106 @@
-"""Slack for the records area: installs it into the app (subcommands, buttons, the change form, the
-snooze and postmortem buttons) and hands its scheduler to the server."""
+"""Every button and modal: acked at once, acted on in a lazy worker, refusals told only to the clicker.
+
+Buttons: re-run snapshot and the owner picker (findings), change applied/validated/rolled back, snooze
+reminders, write postmortem. Modal: the change form. A double click acts once (`handlers.slack.once`).
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from slack_bolt import Ack, App
 from slack_sdk import WebClient
 
 from bot.changes.service import ChangeError
-from bot.evidence import findings
-from bot.incidents.policy import PermissionRefused
-from bot.incidents.service import IncidentError
-from bot.schedule.tasks import SNOOZE_ACTION_ID, JobKind, ensure_daily_prune
+from bot.evidence.report import SnapshotUnavailable
+from bot.incidents.errors import IncidentError
+from bot.schedule.tasks import SNOOZE_ACTION_ID, TaskKind
 from handlers.ops import logs
-from handlers.slack.app import make_web_client
-from handlers.slack.blocks import changes as records_views
+from handlers.slack import replies
+from handlers.slack.blocks import changes as change_blocks
 from handlers.slack.blocks import common as blocks
-from handlers.slack.commands.records import subcommands
-from handlers.slack.records_area import RecordsArea, build_area
-from handlers.slack.replies import (
-    POSTMORTEM_ACTION,
-    after_change_state,
-    assign,
-    ephemeral,
-    post,
-    post_postmortem,
-)
+from handlers.slack.blocks import findings as findings_blocks
+from handlers.slack.commands.incident import POSTMORTEM_ACTION
 from handlers.slack.router import UsageError
 from handlers.slack.services import Services
 
 log = logging.getLogger(__name__)
 
 SNOOZE = timedelta(hours=1)
-__all__ = ["POSTMORTEM_ACTION", "RecordsArea", "install", "register"]
+Work = Callable[[dict[str, Any], WebClient], None]
 
 
-def install(
-    services: Services, *, clock: Callable[[], datetime] = findings.utcnow, client: WebClient | None = None
-) -> RecordsArea:
-    """Build the area, hook its listeners into the app and hand the scheduler to the server."""
-    area = build_area(
-        services=services, client=client or make_web_client(settings=services.settings), clock=clock
-    )
-    services.extra_registrations.append(lambda app, svc: register(app, svc, area))
-    services.scheduler = area.scheduler
-    ensure_daily_prune(store=area.jobs, now=clock())  # housekeeping of the exactly-once table
-    if services.settings.scheduler_enabled:
-        area.scheduler.start()
-    return area
+def _where(body: dict[str, Any]) -> tuple[str, str]:
+    """(user, channel) of an interactive payload; the channel falls back to the user's DM."""
+    user = str((body.get("user") or {}).get("id", ""))
+    channel = (body.get("channel") or {}).get("id", "") or (body.get("container") or {}).get("channel_id", "")
+    return user, str(channel or user)
 
 
-def register(app: App, services: Services, area: RecordsArea) -> None:
-    """Subcommands into the router (before the foundation's defaults) and the interactive listeners."""
-    for subcommand in subcommands(area):
-        services.subcommands[subcommand.name] = subcommand
+def register(app: App, services: Services) -> None:
+    """Attach every button and the change form to the one app."""
+    core = services.core
 
-    def guarded(
-        work: Callable[[dict[str, Any], WebClient], None],
-    ) -> Callable[[dict[str, Any], WebClient], None]:
+    def guarded(work: Work, *, failure: str = "That action failed; nothing was half-saved. Try again.") -> Work:
         def run(body: dict[str, Any], client: WebClient) -> None:
-            user = (body.get("user") or {}).get("id", "")
-            channel = (body.get("channel") or {}).get("id", "") or (body.get("container") or {}).get(
-                "channel_id", ""
-            )
+            user, channel = _where(body)
             with logs.bound(**logs.action_context(body)):
                 try:
                     work(body, client)
-                except (ChangeError, IncidentError, PermissionRefused, UsageError, ValueError) as error:
-                    ephemeral(client, channel=channel or user, user=user, text=str(error))
+                except (ChangeError, IncidentError, UsageError) as error:
+                    replies.ephemeral(client, channel=channel, user=user, text=str(error))
                 except Exception:
-                    log.exception("records action failed")
-                    ephemeral(
-                        client,
-                        channel=channel or user,
-                        user=user,
-                        text="That action failed; nothing was half-saved. Try again.",
-                    )
+                    log.exception("button or form action failed")
+                    replies.ephemeral(client, channel=channel, user=user, text=failure)
                 finally:
                     services.work.end()
 
         return run
 
     def just_ack(ack: Ack) -> None:
-        services.work.begin()  # the lazy worker ends it, so tests and the demo can wait for the work
+        services.work.begin()  # the lazy worker ends it, so shutdown, tests and the demo can wait for it
         ack()
+
+    def on_rerun(body: dict[str, Any], client: WebClient) -> None:
+        user, _channel = _where(body)
+        incident = core.incidents.get(incident_key=str(body["actions"][0].get("value", "")))
+        replies.post(client, incident, text=f"<@{user}> asked for a fresh snapshot of `{incident.target}`…")
+        try:
+            report = core.incidents.run_snapshot(incident_key=incident.key, settings=core.settings, actor=user)
+        except SnapshotUnavailable as error:
+            replies.post(client, incident, text=f"No snapshot was taken: {blocks.quiet(str(error))}")
+            return
+        replies.post_findings(client, incident=incident, report=report)
 
     def on_change_state(body: dict[str, Any], client: WebClient) -> None:
         action = body["actions"][0]
-        change_id = int(action["value"])
-        user = body["user"]["id"]
+        user, _channel = _where(body)
         operation = {
-            records_views.APPLIED_ACTION: area.changes.apply,
-            records_views.VALIDATED_ACTION: area.changes.validate,
-            records_views.ROLLED_BACK_ACTION: area.changes.roll_back,
+            change_blocks.APPLIED_ACTION: core.changes.apply,
+            change_blocks.VALIDATED_ACTION: core.changes.validate,
+            change_blocks.ROLLED_BACK_ACTION: core.changes.roll_back,
         }[action["action_id"]]
-        outcome = operation(change_id=change_id, actor=user)
+        outcome = operation(change_id=int(action["value"]), actor=user)
         message = body.get("message") or {}
         if message.get("ts"):
-            incident = services.incidents.get(incident_key=outcome.change.incident_key)
+            incident = core.incidents.get(incident_key=outcome.change.incident_key)
             client.chat_update(
                 channel=incident.channel_id,
                 ts=message["ts"],
                 text=f"Change #{outcome.change.id}",
-                blocks=blocks.validate_blocks(records_views.change_blocks(change=outcome.change)),
+                blocks=blocks.validate_blocks(change_blocks.change_blocks(change=outcome.change)),
             )
-        after_change_state(area=area, client=client, incidents=services.incidents, user=user, outcome=outcome)
+        replies.after_change_state(core=core, client=client, user=user, outcome=outcome)
 
     def on_assign_owner(body: dict[str, Any], client: WebClient) -> None:
         action = body["actions"][0]
         key = str(action.get("block_id", "")).removeprefix("assign_")
-        incident = services.incidents.get(incident_key=key)
-        assign(
-            services=services,
-            area=area,
+        incident = core.incidents.get(incident_key=key)
+        replies.assign(
+            core=core,
             client=client,
             incident=incident,
             user_id=action["selected_user"],
@@ -126,32 +110,33 @@ def register(app: App, services: Services, area: RecordsArea) -> None:
 
     def on_snooze(body: dict[str, Any], client: WebClient) -> None:
         key = body["actions"][0]["value"]
-        incident = services.incidents.get(incident_key=key)
-        moved = area.jobs.postpone(
-            kind=JobKind.UPDATE_REMINDER, incident_key=key, until=area.clock() + SNOOZE
-        )
-        post(
+        incident = core.incidents.get(incident_key=key)
+        moved = core.tasks.postpone(kind=TaskKind.UPDATE_REMINDER, incident_key=key, until=core.clock() + SNOOZE)
+        replies.post(
             client,
             incident,
-            text=f"<@{body['user']['id']}> snoozed update reminders for {key} by 1 hour "
-            f"({moved} reminder(s) moved).",
+            text=f"<@{body['user']['id']}> snoozed update reminders for {key} by 1 hour ({moved} reminder(s) moved).",
         )
 
     def on_postmortem(body: dict[str, Any], client: WebClient) -> None:
-        post_postmortem(services=services, area=area, client=client, incident_key=body["actions"][0]["value"])
+        replies.post_postmortem(core=core, client=client, incident_key=body["actions"][0]["value"])
 
+    app.action(findings_blocks.RERUN_ACTION)(
+        ack=just_ack,
+        lazy=[guarded(on_rerun, failure="The re-run of the snapshot failed; the incident is unchanged. Try again.")],
+    )
     for action_id in (
-        records_views.APPLIED_ACTION,
-        records_views.VALIDATED_ACTION,
-        records_views.ROLLED_BACK_ACTION,
+        change_blocks.APPLIED_ACTION,
+        change_blocks.VALIDATED_ACTION,
+        change_blocks.ROLLED_BACK_ACTION,
     ):
         app.action(action_id)(ack=just_ack, lazy=[guarded(on_change_state)])
-    app.action(records_views.ASSIGN_OWNER_ACTION)(ack=just_ack, lazy=[guarded(on_assign_owner)])
+    app.action(change_blocks.ASSIGN_OWNER_ACTION)(ack=just_ack, lazy=[guarded(on_assign_owner)])
     app.action(SNOOZE_ACTION_ID)(ack=just_ack, lazy=[guarded(on_snooze)])
     app.action(POSTMORTEM_ACTION)(ack=just_ack, lazy=[guarded(on_postmortem)])
 
     def ack_change_form(ack: Ack, body: dict[str, Any]) -> None:
-        _fields, _meta, errors = records_views.read_change_submission(view=body["view"])
+        _fields, _meta, errors = change_blocks.read_change_submission(view=body["view"])
         if errors:
             ack(response_action="errors", errors=errors)
             return
@@ -159,30 +144,20 @@ def register(app: App, services: Services, area: RecordsArea) -> None:
         ack()
 
     def record_change(body: dict[str, Any], client: WebClient) -> None:
-        fields, meta, errors = records_views.read_change_submission(view=body["view"])
+        fields, meta, errors = change_blocks.read_change_submission(view=body["view"])
         if errors:
             return
         user = body["user"]["id"]
-        try:
-            outcome = area.changes.propose(incident_key=meta["incident"], proposed_by=user, **fields)
-            incident = services.incidents.get(incident_key=meta["incident"])
-            post(
-                client,
-                incident,
-                text=f"<@{user}> proposed change #{outcome.change.id}: {outcome.change.what}",
-                blocks_=records_views.change_blocks(change=outcome.change, warning=outcome.warning),
-            )
-        except (ChangeError, IncidentError) as error:
-            ephemeral(client, channel=meta.get("channel") or user, user=user, text=str(error))
-        except Exception:
-            log.exception("recording a change failed")
-            ephemeral(
-                client,
-                channel=meta.get("channel") or user,
-                user=user,
-                text="The change could not be recorded; nothing was half-saved. Submit it again.",
-            )
-        finally:
-            services.work.end()
+        outcome = core.changes.propose(incident_key=meta["incident"], proposed_by=user, **fields)
+        incident = core.incidents.get(incident_key=meta["incident"])
+        replies.post(
+            client,
+            incident,
+            text=f"<@{user}> proposed change #{outcome.change.id}: {outcome.change.what}",
+            blocks_=change_blocks.change_blocks(change=outcome.change, warning=outcome.warning),
+        )
 
-    app.view(records_views.CHANGE_MODAL_CALLBACK)(ack=ack_change_form, lazy=[record_change])
+    app.view(change_blocks.CHANGE_MODAL_CALLBACK)(
+        ack=ack_change_form,
+        lazy=[guarded(record_change, failure="The change could not be recorded; nothing was half-saved. Submit it again.")],
+    )

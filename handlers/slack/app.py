@@ -1,13 +1,17 @@
-"""Build the Bolt app from Settings and Services; no module-level app or client."""
+"""The one app builder: `serve` (HTTP and Socket Mode), `demo` and every Slack test get the bot from here."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
+import sqlalchemy
 from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import (
     ConnectionErrorRetryHandler,
     RateLimitErrorRetryHandler,
@@ -15,33 +19,41 @@ from slack_sdk.http_retry.builtin_handlers import (
 )
 
 from bot.config import Settings
-from handlers.slack import findings as findings_post
-from handlers.slack import once as interactions
-from handlers.slack import router as commands
-from handlers.slack.commands import compare as compare_slack
-from handlers.slack.commands import incident as incident_subcommands
-from handlers.slack.services import Services, WorkTracker
+from bot.core import build_core
+from bot.evidence import findings
+from bot.evidence.report import Diagnoser
+from bot.schedule.tasks import ensure_daily_prune
+from handlers.ops import server
+from handlers.ops.metrics import BotMetrics
+from handlers.ops.server import WSGIApp
+from handlers.slack import actions, commands, once, router
+from handlers.slack.manifest import BOT_SCOPES  # noqa: F401 (the scopes this app uses live with the manifest)
+from handlers.slack.notifier import SlackNotifier
+from handlers.slack.services import Services
+from storage import db
 
-__all__ = ["BOT_SCOPES", "Services", "WorkTracker", "build_app", "make_web_client"]
 
-# Exactly the bot token scopes the bot uses (the manifest prints these). Areas that call another
-# Web API method add its scope here.
-BOT_SCOPES: list[str] = [
-    "commands",  # the /triage slash command
-    "chat:write",  # root messages, thread replies, ephemeral replies, chat.update
-    "chat:write.public",  # post in public channels without being invited first
-    "users:read",  # users.info: names for handoffs
-    "channels:read",  # conversations.info: channel names for records
-    "files:write",  # files.uploadV2: charts and reports in the thread
-]
+@dataclasses.dataclass(kw_only=True)
+class SlackBot:
+    """The Bolt app and the services its listeners share."""
+
+    app: App
+    services: Services
+
+    @property
+    def client(self) -> WebClient:
+        """The Web API client (token, base URL and retries on it)."""
+        return self.app.client
+
+    def close(self) -> None:
+        """Stop the scheduler if it runs and release the database."""
+        self.services.core.close()
 
 
 def make_web_client(*, settings: Settings) -> WebClient:
     """The Web API client: token on the client (Bolt ignores App(token=) when given a client),
     `SLACK_API_URL` as base URL, and retries on 429 (Retry-After), 5xx and connection errors."""
-    base_url = (
-        settings.slack_api_url if settings.slack_api_url.endswith("/") else settings.slack_api_url + "/"
-    )
+    base_url = settings.slack_api_url if settings.slack_api_url.endswith("/") else settings.slack_api_url + "/"
     return WebClient(
         token=settings.slack_bot_token,
         base_url=base_url,
@@ -54,11 +66,34 @@ def make_web_client(*, settings: Settings) -> WebClient:
     )
 
 
-def build_app(*, settings: Settings, services: Services, client: WebClient | None = None) -> App:
-    """The Bolt app with `/triage` and every area's extra registrations attached."""
+def build_slack_bot(
+    *,
+    settings: Settings,
+    diagnoser: Diagnoser | None,
+    diagnoser_label: str = "",
+    clock: Callable[[], datetime] = findings.utcnow,
+    engine: sqlalchemy.Engine | None = None,
+    metrics: BotMetrics | None = None,
+) -> SlackBot:
+    """Services over the settings' database, the `/triage` router with every subcommand, every button and
+    modal, the double-click guard. The scheduler is built, not started: `serve` starts it."""
+    metrics = metrics or BotMetrics()
+    client = make_web_client(settings=settings)
+    core = build_core(
+        settings=settings,
+        engine=engine or db.make_engine(url=settings.database_url),
+        diagnoser=None if diagnoser is None else metrics.observing(diagnoser),
+        notifier=SlackNotifier(client=client),
+        clock=clock,
+        on_task_run=metrics.count_task,
+    )
+    services = Services(
+        core=core, subcommands=commands.registry(), metrics=metrics, diagnoser_label=diagnoser_label
+    )
+    ensure_daily_prune(store=core.tasks, now=clock())  # housekeeping of the exactly-once table
     signing_secret = settings.slack_signing_secret or ""
     app = App(
-        client=client or make_web_client(settings=settings),
+        client=client,
         signing_secret=signing_secret,
         request_verification_enabled=bool(signing_secret),
         # Acks run inline in the server thread; slow work goes to `lazy=` listeners on the executor.
@@ -68,20 +103,41 @@ def build_app(*, settings: Settings, services: Services, client: WebClient | Non
         process_before_response=True,
         raise_error_for_unhandled_request=False,
     )
-    services.metrics.watch_open_incidents(services.incidents.open_count_by_severity)
+    metrics.watch_open_incidents(core.incidents.open_count_by_severity)
 
     @app.middleware
     def stamp_arrival(context: BoltContext, next: Callable[[], Any]) -> Any:
         context["received_at"] = time.monotonic()
         return next()
 
-    for subcommand in compare_slack.subcommands():  # issue 3's compare (also on `job`) and issue 4's fabric
-        services.subcommands.setdefault(subcommand.name, subcommand)
-    interactions.register(app, services)  # a double-clicked button acts once
-    for subcommand in incident_subcommands.default_subcommands():
-        services.subcommands.setdefault(subcommand.name, subcommand)
-    for register in services.extra_registrations:
-        register(app, services)
-    findings_post.register(app, services)
-    commands.register(app, services)
-    return app
+    once.register(app, services)  # a double-clicked button acts once
+    actions.register(app, services)
+    router.register(app, services)
+    return SlackBot(app=app, services=services)
+
+
+def http_app(bot: SlackBot) -> WSGIApp:
+    """The bot behind the one HTTP surface: `/slack/events`, `/healthz`, `/readyz`, `/metrics`."""
+    from slack_bolt.adapter.wsgi import SlackRequestHandler
+
+    core = bot.services.core
+
+    def database() -> None:
+        db.ping(engine=core.engine)
+
+    def slack() -> None:
+        try:
+            bot.client.auth_test()
+        except SlackApiError as error:
+            raise RuntimeError(f"auth.test: {error.response.get('error')}") from None
+
+    def scheduler() -> None:
+        if core.settings.scheduler_enabled and not core.scheduler.running:
+            raise RuntimeError("scheduler is not running")
+
+    readiness = server.Readiness(
+        checks={"database": database, "slack": slack, "scheduler": scheduler}, cached=frozenset({"slack"})
+    )
+    return server.make_wsgi_app(
+        events=SlackRequestHandler(bot.app), readiness=readiness, registry=bot.services.metrics.registry
+    )

@@ -8,23 +8,21 @@ import re
 import secrets
 import urllib.parse
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import requests
+import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
 from bot.config import Settings
-from bot.incidents.service import IncidentService
 from bot.lab import demo
 from bot.lab.slack_api import BOT_TOKEN, RecordedCall, SlackApiStandIn
-from bot.records import files as records_basic
+from bot.records import files as record_files
 from handlers.ops import server as http_server
-from handlers.slack import actions as records_slack
-from handlers.slack.app import build_app
-from handlers.slack.services import Services
+from handlers.slack.app import build_slack_bot, http_app
 from handlers.slack.signing import signature_headers
 from storage import db
 
@@ -134,15 +132,13 @@ def play(*, out_dir: Path, console: Console) -> list[Path]:
             TRIAGE_SCHEDULER_ENABLED=False,
         )
         db.upgrade(url=database_url)
-        engine = db.make_engine(url=database_url)
         clock = demo.DemoClock()
-        service = IncidentService(engine=engine, diagnoser=choice.diagnoser, clock=clock)
-        services = Services(
-            settings=settings, incidents=service, diagnoser=choice.diagnoser, diagnoser_label=choice.label
+        # The scheduler stays off: the demo runs due tasks itself as its clock moves.
+        bot = build_slack_bot(
+            settings=settings, diagnoser=choice.diagnoser, diagnoser_label=choice.label, clock=clock
         )
-        records = records_slack.install(services, clock=clock)  # scheduler off: the demo runs due jobs itself
-        app = build_app(settings=settings, services=services)
-        running = http_server.start_in_thread(wsgi_app=http_server.make_wsgi_app(app=app, services=services))
+        services = bot.services
+        running = http_server.start_in_thread(wsgi_app=http_app(bot))
         console.rule(f"[bold]triage-bot demo[/bold] · diagnoser: {choice.label} · Slack: local stand-in")
         try:
             for number, step in enumerate(demo.demo_steps(target=choice.target), start=1):
@@ -150,7 +146,7 @@ def play(*, out_dir: Path, console: Console) -> list[Path]:
                 if step.wait_minutes:
                     console.print(f"\n[bold yellow]{number}. {step.caption}[/bold yellow]")
                     clock.advance(minutes=step.wait_minutes)
-                    records.runner.run_due()
+                    services.core.runner.run_due()
                     for call in slack.calls[seen:]:
                         if call.method in SHOWN_METHODS:
                             console.print(render_call(call))
@@ -175,11 +171,11 @@ def play(*, out_dir: Path, console: Console) -> list[Path]:
                         console.print(render_call(call))
         finally:
             running.stop()
-        latest = service.latest()
+        latest = services.incidents.latest()
         if latest is None:
             raise RuntimeError("the demo opened no incident")
-        written = records_basic.write_records(service=service, incident_key=latest.key, out_dir=out_dir)
-        engine.dispose()
+        written = record_files.write_records(core=services.core, incident_key=latest.key, out_dir=out_dir)
+        bot.close()
     console.rule("[bold]records[/bold]")
     for path in written:
         console.print(f"wrote {path}")
@@ -208,3 +204,19 @@ def _send(*, url: str, secret: str, user_id: str, text: str, number: int, respon
     response = requests.post(f"{url}/slack/events", data=body.encode(), headers=headers, timeout=30)
     response.raise_for_status()
     return response.text.strip()
+
+
+DEFAULT_DEMO_DIR = Path("triage-demo")
+
+
+def register(app: Any) -> None:
+    """Attach `demo` to the terminal."""
+    @app.command("demo")
+    def demo_command(
+        out: Annotated[Path, typer.Option("--out", help="Where to write the handoff and postmortem.")] = DEFAULT_DEMO_DIR,
+    ) -> None:
+        """Play one incident locally; write its handoff and postmortem."""
+        import logging
+
+        logging.basicConfig(level=logging.WARNING)
+        play(out_dir=out, console=Console())

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 import yaml
 
-from handlers.ops.server import EVENTS_PATH
-from handlers.slack.app import BOT_SCOPES
+from handlers.ops.paths import EVENTS_PATH
 
 COMMAND_DESCRIPTION = "Incidents for GPU jobs: job, status, assign, note, list, help"
+# Exactly the bot token scopes the bot uses (the manifest prints these).
+BOT_SCOPES: list[str] = [
+    "commands",  # the /triage slash command
+    "chat:write",  # root messages, thread replies, ephemeral replies, chat.update
+    "chat:write.public",  # post in public channels without being invited first
+    "users:read",  # users.info: names for handoffs
+    "channels:read",  # conversations.info: channel names for records
+    "files:write",  # files.uploadV2: charts and reports in the thread
+]
 USAGE_HINT = "job <id> | status <status> | assign @person <role> | note <text> | list | help"
 
 
@@ -52,3 +61,14 @@ def manifest_yaml(*, base_url: str | None, socket_mode: bool) -> str:
     return yaml.safe_dump(
         manifest(base_url=base_url, socket_mode=socket_mode), sort_keys=False, allow_unicode=True
     )
+
+
+def register(app: Any) -> None:
+    """Attach `manifest` to the terminal."""
+    @app.command("manifest")
+    def manifest_command(
+        url: Annotated[str | None, typer.Option("--url", help="Public base URL of `serve` (HTTP mode).")] = None,
+        socket_mode: Annotated[bool, typer.Option("--socket-mode", help="Manifest for Socket Mode.")] = False,
+    ) -> None:
+        """Print the Slack app manifest (YAML) to create the app."""
+        typer.echo(manifest_yaml(base_url=url, socket_mode=socket_mode), nl=False)

@@ -1,8 +1,7 @@
 """`/triage <subcommand>`: parse, ack within Slack's 3 seconds, then do the work and reply.
 
-The router is a dict of subcommand name -> Subcommand that other areas extend (change, handoff,
-postmortem, resolve, compare, fabric...). A user never sees a traceback: errors become a short
-ephemeral message that says what to type instead.
+The router reads the one registry of subcommands (`handlers.slack.commands.registry`), built once per app.
+A user never sees a traceback: errors become a short ephemeral message that says what to type instead.
 """
 
 from __future__ import annotations
@@ -22,10 +21,13 @@ from slack_bolt import Ack, App, BoltContext, Respond
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from bot.changes.service import ChangeError
 from bot.evidence.report import SnapshotReport
 from bot.evidence.targets import InvalidTarget
-from bot.incidents.service import IncidentError, IncidentView
+from bot.incidents.errors import IncidentError
+from bot.incidents.service import IncidentView
 from handlers.ops import logs
+from handlers.slack import replies
 from handlers.slack.blocks import common as blocks
 from handlers.slack.services import Services
 from storage import db
@@ -88,35 +90,20 @@ class CommandContext:
 
     def reply_ephemeral(self, text: str, *, blocks_: Sequence[blocks.Block] | None = None) -> None:
         """A message only the caller sees."""
-        kwargs: dict[str, Any] = {"channel": self.channel_id, "user": self.user_id, "text": text}
-        if blocks_:
-            kwargs["blocks"] = blocks.validate_blocks(blocks_)
-        self.client.chat_postEphemeral(**kwargs)
+        replies.post_ephemeral(self.client, channel=self.channel_id, user=self.user_id, text=text, blocks_=blocks_)
 
     def post_in_thread(
         self, incident: IncidentView, *, text: str, blocks_: Sequence[blocks.Block] | None = None
     ) -> str:
         """A reply in the incident's thread (or the channel, before a root message exists); returns its ts."""
-        kwargs: dict[str, Any] = {"channel": incident.channel_id, "text": text}
         logs.bind_incident(incident.key)
         if incident.key not in self.touched:
             self.touched.append(incident.key)
-        if incident.thread_ts:
-            kwargs["thread_ts"] = incident.thread_ts
-        if blocks_:
-            kwargs["blocks"] = blocks.validate_blocks(blocks_)
-        return str(self.client.chat_postMessage(**kwargs)["ts"])
+        return replies.post(self.client, incident, text=text, blocks_=blocks_)
 
     def refresh_root(self, incident: IncidentView, *, report: SnapshotReport | None = None) -> None:
         """Re-render the root message after a state change (with the verdict, right after a snapshot)."""
-        if not incident.thread_ts:
-            return
-        self.client.chat_update(
-            channel=incident.channel_id,
-            ts=incident.thread_ts,
-            text=blocks.incident_root_text(incident=incident),
-            blocks=blocks.validate_blocks(blocks.incident_root(incident=incident, report=report)),
-        )
+        replies.refresh_root(self.client, incident, report=report)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -163,7 +150,7 @@ def route(*, subcommands: dict[str, Subcommand], text: str) -> tuple[Subcommand 
     if subcommand.check is not None:
         try:
             subcommand.check(rest.strip())
-        except UsageError as error:
+        except (UsageError, IncidentError) as error:
             return None, rest, defang(str(error))
     return subcommand, rest.strip(), None
 
@@ -249,7 +236,7 @@ def _execute_bound(
             outcome = "duplicate"
             return
         subcommand.run(ctx)
-    except (UsageError, IncidentError, InvalidTarget) as error:
+    except (UsageError, IncidentError, InvalidTarget, ChangeError) as error:
         outcome = "user_error"
         _tell(ctx, str(error))
     except SlackFailure as error:

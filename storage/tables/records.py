@@ -73,7 +73,7 @@ class PreventionAction(SQLModel, table=True):
     completed_at: datetime | None = _utc_column()
 
 
-class ScheduledJob(SQLModel, table=True):
+class ScheduledTask(SQLModel, table=True):
     """Durable scheduled work; a replica owns a job only after its atomic claim succeeded."""
 
     __tablename__ = "scheduled_job"

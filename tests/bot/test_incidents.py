@@ -13,6 +13,7 @@ from sqlmodel import select
 
 from bot.config import Settings
 from bot.evidence.targets import parse_target
+from bot.incidents.policy import Policy
 from bot.incidents.service import IncidentError, IncidentNotFound, IncidentService
 from bot.lab.demo import minimal_diagnoser
 from storage import db
@@ -178,11 +179,14 @@ def test_a_failure_mid_open_leaves_no_half_made_incident(
 
 def test_status_changes_are_on_the_timeline_with_actor_and_utc_time(service: IncidentService) -> None:
     key = service.open_for_target(target=parse_target("ml/t"), channel_id="C1", opened_by="U1").incident.key
+    service.assign(incident_key=key, user_id="U2", role="commander", actor="U1")
     service.set_status(incident_key=key, status="Mitigated", actor="U2")
-    resolved = service.set_status(incident_key=key, status="resolved", actor="U1")
+    with pytest.raises(IncidentError, match="Only the commander"):
+        service.set_status(incident_key=key, status="resolved", actor="U1")  # U1 handed command over
+    resolved = service.set_status(incident_key=key, status="resolved", actor="U2")
     assert resolved.resolved_at is not None and resolved.resolved_at.tzinfo is not None
     entries = [item for item in service.timeline(key) if item.kind == "status"]
-    assert [(item.actor, item.data["to"]) for item in entries] == [("U2", "mitigated"), ("U1", "resolved")]
+    assert [(item.actor, item.data["to"]) for item in entries] == [("U2", "mitigated"), ("U2", "resolved")]
     assert all(item.at.utcoffset() == timedelta(0) for item in entries)
 
 
@@ -244,7 +248,7 @@ def test_assigning_a_commander_replaces_the_previous_one(service: IncidentServic
 def test_only_the_commander_or_an_admin_hands_over_command(database_url: str) -> None:
     db.upgrade(url=database_url)
     engine = db.make_engine(url=database_url)
-    service = IncidentService(engine=engine, diagnoser=None, admin_user_ids=frozenset({"UADMIN"}))
+    service = IncidentService(engine=engine, diagnoser=None, policy=Policy(admins=frozenset({"UADMIN"})))
     try:
         key = service.open_for_target(
             target=parse_target("ml/t"), channel_id="C1", opened_by="U1"
@@ -303,7 +307,7 @@ def test_notes_must_have_text_and_fit(service: IncidentService) -> None:
 
 def test_a_snapshot_is_stored_with_observations_and_sets_severity_and_layer(service: IncidentService) -> None:
     key = service.open_for_target(target=parse_target("ml/t"), channel_id="C1", opened_by="U1").incident.key
-    report = service.run_snapshot(incident_key=key, settings=Settings())
+    report = service.run_snapshot(incident_key=key, settings=Settings(), actor="U1")
     stored = service.snapshots(incident_key=key)
     assert stored == [report.to_dict(include_observations=True)]
     assert stored[0]["observations"]

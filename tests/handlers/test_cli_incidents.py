@@ -20,7 +20,7 @@ def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess
     for name in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "DATABASE_URL"):
         environment.pop(name, None) if not env or name not in env else None
     return subprocess.run(
-        [sys.executable, "-c", "from handlers.cli.main import main; main()", *args],
+        [sys.executable, "-c", "from handlers.main import main; main()", *args],
         cwd=cwd,
         env=environment,
         capture_output=True,

@@ -6,8 +6,9 @@ import pytest
 
 from handlers.slack import router as commands
 from handlers.slack.commands import incident as incident_subcommands
+from handlers.slack.commands import registry
 
-SUBCOMMANDS = {item.name: item for item in incident_subcommands.default_subcommands()}
+SUBCOMMANDS = registry()
 
 
 @pytest.mark.parametrize(

@@ -15,12 +15,10 @@ from bot.diagnosis.compare import Difference
 from bot.diagnosis.service import diagnose
 from bot.evidence.report import SnapshotReport
 from bot.evidence.targets import ACCEPTED_FORMS, Target
-from handlers.ops.server import make_wsgi_app, start_in_thread
-from handlers.slack.app import build_app
 from handlers.slack.blocks import compare as compare_blocks
-from handlers.slack.blocks.findings import validate_blocks
+from handlers.slack.blocks.limits import problems as validate_blocks
 from tests.support.kube_lab import Lab, running_lab
-from tests.support.slack import BotUnderTest, make_services
+from tests.support.slack import BotUnderTest, make_bot, serving
 
 
 @pytest.fixture
@@ -32,18 +30,11 @@ def bot_on_scenario(request: pytest.FixtureRequest, slack_stand_in, tmp_path: Pa
             del settings
             return diagnose(target=target, settings=lab.settings(deadline_seconds=5.0, call_timeout_seconds=2.0))
 
-        services = make_services(
+        built = make_bot(
             database_url=f"sqlite:///{tmp_path / 'compare.db'}", slack=slack_stand_in, diagnoser=lab_diagnoser
         )
-        app = build_app(settings=services.settings, services=services)
-        running = start_in_thread(wsgi_app=make_wsgi_app(app=app, services=services))
-        slack_stand_in.clear()
-        try:
-            yield BotUnderTest(server=running, slack=slack_stand_in, services=services), lab
-        finally:
-            services.work.wait_idle(timeout=30)
-            running.stop()
-            services.incidents.engine.dispose()
+        with serving(built, slack=slack_stand_in) as running:
+            yield running, lab
 
 
 def _thread_posts(bot: BotUnderTest) -> list[dict]:
@@ -217,7 +208,7 @@ def test_fabric_probe_with_a_configured_runner_reads_ibstat_on_the_pair_within_i
     srun.write_text(f'#!/bin/sh\necho "$@" >> {calls}\ncat {IBSTAT}\n')
     srun.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    bot.services.settings = bot.services.settings.model_copy(update={"node_probe_runner": "srun"})
+    bot.services.core.settings = bot.services.settings.model_copy(update={"node_probe_runner": "srun"})
     bot.command(f"job {lab.scenario.target}")
     bot.slack.clear()
     bot.command("fabric probe")

@@ -5,20 +5,14 @@ from __future__ import annotations
 import json
 import time
 import urllib.parse
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import requests
 
-from bot.lab.demo import minimal_diagnoser
-from bot.lab.slack_api import SlackApiStandIn
-from handlers.ops import server as http_server
-from handlers.slack import actions as records_slack
-from handlers.slack.app import build_app
+from bot.core import Core
 from handlers.slack.once import action_fingerprint
-from handlers.slack.records_area import RecordsArea
-from tests.support.slack import BotUnderTest, make_services
+from tests.support.slack import BotUnderTest
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -62,22 +56,6 @@ def _click(
     return response
 
 
-@pytest.fixture
-def records_bot(
-    slack_stand_in: SlackApiStandIn, bot_database_url: str
-) -> Iterator[tuple[BotUnderTest, RecordsArea]]:
-    services = make_services(database_url=bot_database_url, slack=slack_stand_in, diagnoser=minimal_diagnoser)
-    area = records_slack.install(services)
-    app = build_app(settings=services.settings, services=services)
-    running = http_server.start_in_thread(wsgi_app=http_server.make_wsgi_app(app=app, services=services))
-    try:
-        yield BotUnderTest(server=running, slack=slack_stand_in, services=services), area
-    finally:
-        services.work.wait_idle(timeout=30)
-        running.stop()
-        services.incidents.engine.dispose()
-
-
 def test_a_double_clicked_rerun_button_takes_one_snapshot(bot: BotUnderTest) -> None:
     bot.command("job ml/train-llama")
     first = _click(bot, action_id="rerun_snapshot", value="INC-0001", action_ts="1700000100.000001")
@@ -103,9 +81,9 @@ def test_slacks_retry_of_a_click_is_acked_and_not_acted_on(bot: BotUnderTest) ->
 
 
 def test_a_double_clicked_applied_button_changes_state_once(
-    records_bot: tuple[BotUnderTest, RecordsArea],
+    bot: BotUnderTest,
 ) -> None:
-    bot, area = records_bot
+    area: Core = bot.services.core
     bot.command("job ml/train-llama")
     change = area.changes.propose(
         incident_key="INC-0001",

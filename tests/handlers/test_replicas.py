@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 
@@ -9,29 +10,25 @@ import pytest
 
 from bot.lab.demo import minimal_diagnoser
 from bot.lab.slack_api import SlackApiStandIn
-from handlers.ops import server as http_server
-from handlers.slack.app import build_app
-from tests.support.slack import BotUnderTest, make_services, slash_body
+from tests.support.slack import BotUnderTest, make_bot, serving, slash_body
 
 pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
 def replicas(slack_stand_in: SlackApiStandIn, postgres_url: str) -> Iterator[list[BotUnderTest]]:
-    started = []
-    for _ in range(2):
-        services = make_services(database_url=postgres_url, slack=slack_stand_in, diagnoser=minimal_diagnoser)
-        app = build_app(settings=services.settings, services=services)
-        running = http_server.start_in_thread(wsgi_app=http_server.make_wsgi_app(app=app, services=services))
-        started.append(BotUnderTest(server=running, slack=slack_stand_in, services=services))
-    slack_stand_in.clear()
-    try:
+    with contextlib.ExitStack() as stack:
+        started = [
+            stack.enter_context(
+                serving(
+                    make_bot(database_url=postgres_url, slack=slack_stand_in, diagnoser=minimal_diagnoser),
+                    slack=slack_stand_in,
+                )
+            )
+            for _ in range(2)
+        ]
+        slack_stand_in.clear()
         yield started
-    finally:
-        for replica in started:
-            replica.services.work.wait_idle(timeout=30)
-            replica.server.stop()
-            replica.services.incidents.engine.dispose()
 
 
 def test_the_same_command_delivered_to_both_replicas_opens_one_incident_and_one_root(

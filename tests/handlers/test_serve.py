@@ -76,7 +76,7 @@ def test_serve_in_socket_mode_with_a_refused_app_token_says_what_to_fix(
         [
             sys.executable,
             "-c",
-            "from handlers.cli.main import main; main()",
+            "from handlers.main import main; main()",
             "serve",
             "--host",
             "127.0.0.1",

@@ -24,15 +24,15 @@ ROOT = Path(__file__).resolve().parents[2]
 # serve with the demo cluster's diagnoser, slowed by TRIAGE_TEST_DIAGNOSER_DELAY seconds (injected latency).
 LAUNCH = """
 import os, time
+from bot.diagnosis import service
 from bot.lab.demo import minimal_diagnoser
-from handlers.cli import incidents as cli_incidents
 
 def slow_diagnoser(**kwargs):
     time.sleep(float(os.environ["TRIAGE_TEST_DIAGNOSER_DELAY"]))
     return minimal_diagnoser(**kwargs)
 
-cli_incidents._production_diagnoser = lambda: slow_diagnoser
-from handlers.cli.main import main
+service.diagnose = slow_diagnoser  # serve binds the production diagnoser when it starts
+from handlers.main import main
 main()
 """
 

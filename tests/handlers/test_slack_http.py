@@ -7,11 +7,9 @@ import time
 from typing import Any
 
 import requests
-from slack_bolt import App
 
 from bot.lab.slack_api import RecordedCall
 from handlers.slack.router import CommandContext, Subcommand
-from handlers.slack.services import Services
 from tests.support.slack import BotUnderTest, sign, slash_body
 
 
@@ -29,8 +27,9 @@ def test_job_posts_a_root_message_and_threads_the_findings_under_it(bot: BotUnde
     assert response.status_code == 200
     assert "Opening an incident" in response.text
     posts = bot.slack.calls_to("chat.postMessage")
-    root, opened, findings = posts
+    root, opened, findings, owner_picker = posts
     assert root.params["channel"] == "C0INC" and "thread_ts" not in root.params
+    assert "Who owns INC-0001" in owner_picker.params["text"]
     assert _blocks(root)[0]["text"]["text"] == "INC-0001: ml/train-llama"
     root_ts = bot.services.incidents.get(incident_key="INC-0001").thread_ts
     assert opened.params["thread_ts"] == root_ts and findings.params["thread_ts"] == root_ts
@@ -117,15 +116,19 @@ def test_status_assign_and_note_reply_in_the_thread_and_refresh_the_root(bot: Bo
     root_ts = bot.services.incidents.get(incident_key="INC-0001").thread_ts
     bot.slack.clear()
     bot.command("assign <@U0BOB|bob> owner:runtime")
-    bot.command("status identified", user_id="U0BOB")
+    bot.command("status identified")  # the commander (the opener) moves the incident
     bot.command("note INC-0001 raised the memory limit to 96Gi", user_id="U0BOB")
-    replies = bot.slack.calls_to("chat.postMessage")
+    posts = bot.slack.calls_to("chat.postMessage")
+    (direct,) = [call for call in posts if call.params["channel"] == "U0BOB"]
+    assert "You are now owner:runtime on INC-0001" in direct.params["text"]
+    replies = [call for call in posts if call is not direct]
     assert [call.params["thread_ts"] for call in replies] == [root_ts] * 3
     assert "made <@U0BOB> *owner:runtime*" in replies[0].params["text"]
     assert "*identified*" in replies[1].params["text"]
     assert "raised the memory limit to 96Gi" in replies[2].params["text"]
     updates = bot.slack.calls_to("chat.update")
     assert len(updates) == 2 and "identified" in json.dumps(_blocks(updates[-1]))
+    assert "owner:runtime <@U0BOB>" in json.dumps(_blocks(updates[0]))
     kinds = [item.kind for item in bot.services.incidents.timeline("INC-0001")]
     assert kinds[-3:] == ["assign", "status", "note"]
 
@@ -194,7 +197,7 @@ def test_a_rate_limited_call_is_retried_after_retry_after(bot: BotUnderTest) -> 
     bot.slack.rate_limit_next("chat.postMessage", retry_after=1)
     bot.command("job ml/train-llama")
     posts = bot.slack.calls_to("chat.postMessage")
-    assert len(posts) == 4  # the refused root, its retry, the opening reply, the findings
+    assert len(posts) == 5  # the refused root, its retry, the opening reply, the findings, the owner picker
     assert posts[0].params == posts[1].params
     assert bot.services.incidents.get(incident_key="INC-0001").thread_ts is not None
 
@@ -219,10 +222,9 @@ def test_a_failing_snapshot_keeps_the_incident_and_says_so_in_the_thread(bot: Bo
     def broken(**_kwargs: Any) -> Any:
         raise ConnectionError("cluster unreachable")
 
-    bot.services.diagnoser = broken
     bot.services.incidents.diagnoser = broken
     bot.command("job ml/train-llama")
-    assert "The snapshot failed (ConnectionError)" in _texts(bot.slack.calls_to("chat.postMessage"))[-1]
+    assert "The snapshot failed (ConnectionError)" in _texts(bot.slack.calls_to("chat.postMessage"))[-2]
     assert bot.services.incidents.timeline("INC-0001")[-1].kind == "snapshot_failed"
 
 
@@ -239,39 +241,17 @@ def test_an_unexpected_error_becomes_a_short_ephemeral_with_a_reference(bot: Bot
     assert "internal detail" not in ephemeral.params["text"] and "Traceback" not in ephemeral.params["text"]
 
 
-def test_other_areas_register_subcommands_and_listeners_through_the_hooks(
-    slack_stand_in: Any, bot_database_url: str
-) -> None:
-    from handlers.ops import server as http_server
-    from handlers.slack.app import build_app
-    from tests.support.slack import make_services
+def test_every_subcommand_is_defined_once_and_help_lists_them_all(bot: BotUnderTest) -> None:
+    from handlers.slack import commands
 
-    seen: list[str] = []
-
-    def register_handoff(app: App, services: Services) -> None:
-        def run(ctx: CommandContext) -> None:
-            incident, _rest = ctx.incident_and_rest()
-            seen.append(incident.key)
-            ctx.post_in_thread(incident, text=f"handoff for {incident.key}")
-
-        services.subcommands["handoff"] = Subcommand(
-            name="handoff", usage="handoff", summary="write the handoff", run=run
-        )
-
-    services = make_services(database_url=bot_database_url, slack=slack_stand_in, diagnoser=None)
-    services.extra_registrations.append(register_handoff)
-    app = build_app(settings=services.settings, services=services)
-    running = http_server.start_in_thread(wsgi_app=http_server.make_wsgi_app(app=app, services=services))
-    try:
-        harness = BotUnderTest(server=running, slack=slack_stand_in, services=services)
-        harness.command("job ml/x")
-        harness.command("handoff")
-        assert seen == ["INC-0001"]
-        assert "handoff for INC-0001" in _texts(slack_stand_in.calls_to("chat.postMessage"))
-        assert "handoff" in harness.command("nope").text
-    finally:
-        running.stop()
-        services.incidents.engine.dispose()
+    table = commands.registry()
+    assert table.keys() == bot.services.subcommands.keys()
+    assert {"job", "status", "assign", "note", "snapshot", "list", "help", "compare", "fabric", "change",
+            "measure", "handoff", "postmortem", "resolve", "reopen", "severity", "prevent"} <= set(table)
+    bot.command("help")
+    (ephemeral,) = bot.slack.calls_to("chat.postEphemeral")
+    listed = json.dumps(ephemeral.params.get("blocks"))
+    assert all(f"/triage {item.usage}" in listed for item in table.values())
 
 
 def test_health_readiness_and_metrics_endpoints(bot: BotUnderTest) -> None:
@@ -321,7 +301,7 @@ def _click(bot: BotUnderTest, *, user: str, action: dict[str, Any]) -> requests.
 
 def test_the_findings_message_offers_a_rerun_button_and_an_owner_picker(bot: BotUnderTest) -> None:
     bot.command("job ml/train-llama")
-    findings = bot.slack.calls_to("chat.postMessage")[-1]
+    findings = next(call for call in bot.slack.calls_to("chat.postMessage") if "rerun_snapshot" in json.dumps(_blocks(call)))
     elements = _blocks(findings)[-1]["elements"]
     assert [(item["type"], item["action_id"]) for item in elements] == [
         ("button", "rerun_snapshot"),

@@ -16,9 +16,7 @@ import pytest
 from bot.evidence.report import Diagnoser
 from bot.lab.demo import minimal_diagnoser
 from bot.lab.slack_api import RecordedCall, SlackApiStandIn
-from handlers.ops import server as http_server
-from handlers.slack.app import build_app, make_web_client
-from tests.support.slack import BotUnderTest, make_services
+from tests.support.slack import BotUnderTest, lab_settings, make_bot, serving
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -113,20 +111,19 @@ def running_bot(
     slack: SlackApiStandIn,
     diagnoser: Diagnoser | None = minimal_diagnoser,
     client_timeout: float | None = None,
+    **settings: Any,
 ) -> Iterator[BotUnderTest]:
     """One replica: its own services, Bolt app and waitress server, on a shared database and Slack."""
-    services = make_services(database_url=database_url, slack=slack, diagnoser=diagnoser)
-    client = make_web_client(settings=services.settings)
+    built = make_bot(
+        database_url=database_url,
+        slack=slack,
+        diagnoser=diagnoser,
+        settings=lab_settings(database_url=database_url, slack=slack, **settings),
+    )
     if client_timeout is not None:
-        client.timeout = int(client_timeout) or 1
-    app = build_app(settings=services.settings, services=services, client=client)
-    running = http_server.start_in_thread(wsgi_app=http_server.make_wsgi_app(app=app, services=services))
-    try:
-        yield BotUnderTest(server=running, slack=slack, services=services)
-    finally:
-        services.work.wait_idle(timeout=30)
-        running.stop()
-        services.incidents.engine.dispose()
+        built.client.timeout = int(client_timeout) or 1
+    with serving(built, slack=slack) as running:
+        yield running
 
 
 def root_messages(slack: SlackApiStandIn) -> list[RecordedCall]:

@@ -35,10 +35,11 @@ def test_commander_rights_on_one_incident_give_none_on_another(bot: BotUnderTest
 
 @pytest.fixture
 def allow_listed_bot(slack_stand_in: FaultySlackApi, tmp_path: Path) -> Iterator[BotUnderTest]:
-    with running_bot(database_url=f"sqlite:///{tmp_path / 'allow.db'}", slack=slack_stand_in) as bot:
-        bot.services.settings = bot.services.settings.model_copy(
-            update={"slack_snapshot_allowed_user_ids": "U0ONCALL, U0SRE"}
-        )
+    with running_bot(
+        database_url=f"sqlite:///{tmp_path / 'allow.db'}",
+        slack=slack_stand_in,
+        slack_snapshot_allowed_user_ids="U0ONCALL, U0SRE",
+    ) as bot:
         slack_stand_in.clear()
         yield bot
 

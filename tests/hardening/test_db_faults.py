@@ -171,7 +171,7 @@ def hang(**_kwargs):
 
 service = IncidentService(engine=db.make_engine(url=url), diagnoser=hang)
 opened = service.open_for_target(target=parse_target("ml/train-7"), channel_id="C0INC", opened_by="U0ALICE")
-service.run_snapshot(incident_key=opened.incident.key, settings=Settings(DATABASE_URL=url))
+service.run_snapshot(incident_key=opened.incident.key, settings=Settings(DATABASE_URL=url), actor="U1")
 """
 
 

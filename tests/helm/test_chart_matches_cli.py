@@ -18,7 +18,7 @@ pytestmark = pytest.mark.helm
 def _cli(*, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
     """Run the CLI the image's ENTRYPOINT runs, with `--help` last so nothing starts (click parses args first)."""
     return subprocess.run(
-        [sys.executable, "-c", "from handlers.cli.main import main; main()", *args, "--help"],
+        [sys.executable, "-c", "from handlers.main import main; main()", *args, "--help"],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

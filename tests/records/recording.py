@@ -56,8 +56,10 @@ class ScriptedRevalidator:
         self.current: frozenset[str] = frozenset(original)
         self.clock = clock
         self.calls = 0
+        self.requested_by: list[str] = []
 
-    def revalidate(self, *, incident_key: str) -> Revalidation:
+    def revalidate(self, *, incident_key: str, requested_by: str) -> Revalidation:
         self.calls += 1
+        self.requested_by.append(requested_by)
         taken: datetime = self.clock()
         return Revalidation(original_rules=self.original, current_rules=self.current, taken_at=taken)

@@ -17,7 +17,7 @@ from bot.evidence.targets import parse_target
 from bot.incidents.service import IncidentService
 from bot.lab.demo import minimal_diagnoser
 from bot.records.sources import timeline_sink
-from handlers.cli import main as cli
+from handlers.main import typer_app
 from storage import db
 
 
@@ -30,7 +30,7 @@ def recorded_incident(tmp_path: Path) -> tuple[str, str]:
     key = incidents.open_for_target(
         target=parse_target("ml/train-llama"), channel_id="C1", opened_by="U1"
     ).incident.key
-    incidents.run_snapshot(incident_key=key, settings=Settings(DATABASE_URL=url))
+    incidents.run_snapshot(incident_key=key, settings=Settings(DATABASE_URL=url), actor="U1")
     incidents.add_note(
         incident_key=key, text="root cause: tokenizer padding doubled activation memory", actor="U1"
     )
@@ -65,8 +65,7 @@ def recorded_incident(tmp_path: Path) -> tuple[str, str]:
 
 
 def _export(*args: str) -> object:
-    cli._register_all()
-    return CliRunner().invoke(cli.app, ["export", *args], catch_exceptions=False)
+    return CliRunner().invoke(typer_app(), ["export", *args], catch_exceptions=False)
 
 
 def test_export_prints_the_postmortem_markdown(recorded_incident: tuple[str, str]) -> None:

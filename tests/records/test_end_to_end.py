@@ -8,6 +8,7 @@ postmortem are checked for every required field, filled from the real data.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -19,14 +20,12 @@ from typing import Any
 
 import pytest
 
+from bot.core import Core
 from bot.evidence.findings import utcnow
 from bot.lab.demo import minimal_diagnoser
 from bot.lab.slack_api import SlackApiStandIn
-from handlers.ops import server as http_server
-from handlers.slack import actions as records_slack
-from handlers.slack.app import build_app
 from tests.records.conftest import FakeClock
-from tests.support.slack import BotUnderTest, make_services
+from tests.support.slack import BotUnderTest, make_bot, serving
 
 CHANNEL = "C0INC"
 COMMANDER, OWNER, FABRIC_OWNER, BYSTANDER = "U0ALICE", "U0BOB", "U0CAROL", "U0DAVE"
@@ -35,7 +34,7 @@ COMMANDER, OWNER, FABRIC_OWNER, BYSTANDER = "U0ALICE", "U0BOB", "U0CAROL", "U0DA
 class Harness:
     """The bot under test plus the records area, its clock, and helpers to act like Slack."""
 
-    def __init__(self, *, bot: BotUnderTest, area: records_slack.RecordsArea, clock: FakeClock) -> None:
+    def __init__(self, *, bot: BotUnderTest, area: Core, clock: FakeClock) -> None:
         self.bot = bot
         self.area = area
         self.clock = clock
@@ -99,23 +98,10 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 def harness(slack_stand_in: SlackApiStandIn, database_url: str) -> Iterator[Harness]:
-    services = make_services(database_url=database_url, slack=slack_stand_in, diagnoser=minimal_diagnoser)
-    clock = FakeClock(start=utcnow())
-    services.incidents.clock = clock  # one controllable clock for the timeline, the changes and the jobs
-    area = records_slack.install(services, clock=clock)
-    app = build_app(settings=services.settings, services=services)
-    running = http_server.start_in_thread(wsgi_app=http_server.make_wsgi_app(app=app, services=services))
-    slack_stand_in.clear()
-    try:
-        yield Harness(
-            bot=BotUnderTest(server=running, slack=slack_stand_in, services=services), area=area, clock=clock
-        )
-    finally:
-        services.work.wait_idle(timeout=30)
-        if area.scheduler.running:
-            area.scheduler.shutdown()
-        running.stop()
-        services.incidents.engine.dispose()
+    clock = FakeClock(start=utcnow())  # one controllable clock for the timeline, the changes and the tasks
+    built = make_bot(database_url=database_url, slack=slack_stand_in, diagnoser=minimal_diagnoser, clock=clock)
+    with serving(built, slack=slack_stand_in) as running:
+        yield Harness(bot=running, area=built.services.core, clock=clock)
 
 
 def _change_form(view: dict[str, Any], **answers: str) -> dict[str, Any]:
@@ -145,7 +131,7 @@ def test_a_whole_incident_from_open_to_postmortem_through_signed_slack_requests(
     rule = first["findings"][0]["rule"]
     assert any(rule in json.dumps(call.params) for call in h.slack.calls_to("chat.postMessage"))
     assert any("Pick an owner" in text for text in h.texts())
-    reminders = h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder")
+    reminders = h.area.tasks.tasks(incident_key=incident.key, kind="update_reminder")
     assert len(reminders) == 1 and reminders[0].due_at == h.clock.now + timedelta(minutes=30)  # severity high
 
     # Assign the owner from the users_select on the findings thread: DM + automatic handoff.
@@ -172,7 +158,7 @@ def test_a_whole_incident_from_open_to_postmortem_through_signed_slack_requests(
 
     # A non-commander may not take the commander's role, and is told who can.
     h.command(f"assign <@{BYSTANDER}> commander", user=BYSTANDER)
-    assert any(f"Only <@{COMMANDER}>" in text for text in h.texts("chat.postEphemeral"))
+    assert any(f"Only the commander (<@{COMMANDER}>)" in text for text in h.texts("chat.postEphemeral"))
 
     # Change: the modal, a submission without rollback refused, then a full one recorded.
     h.command("change", user=OWNER)
@@ -215,7 +201,7 @@ def test_a_whole_incident_from_open_to_postmortem_through_signed_slack_requests(
     h.click(
         user=OWNER, action_id="triage_change_applied", value=str(change.id), message_ts="1700000001.000001"
     )
-    windows = h.area.jobs.jobs(incident_key=incident.key, kind="validation_window")
+    windows = h.area.tasks.tasks(incident_key=incident.key, kind="validation_window")
     assert [job.due_at - h.area.changes.get(change_id=change.id).applied_at for job in windows] == [
         timedelta(minutes=15),
         timedelta(minutes=60),
@@ -257,7 +243,7 @@ def test_a_whole_incident_from_open_to_postmortem_through_signed_slack_requests(
     )
     h.command("resolve", user=BYSTANDER)
     assert any(
-        f"Only <@{COMMANDER}>" in text and "can resolve" in text for text in h.texts("chat.postEphemeral")
+        f"Only the commander (<@{COMMANDER}>)" in text and "can resolve" in text for text in h.texts("chat.postEphemeral")
     )
     h.command("resolve pinned tokenizer 0.19 and restored the 64Gi limit", user=COMMANDER)
     assert h.bot.services.incidents.get(incident_key=incident.key).status == "resolved"
@@ -330,21 +316,21 @@ def _assert_postmortem(text: str, *, key: str, snapshot: dict[str, Any]) -> None
 
 def test_commander_only_steps_refuse_others_by_name_and_admins_may_act(harness: Harness) -> None:
     h = harness
-    h.bot.services.settings.slack_admin_user_ids = "U0ADMIN"
+    h.area.incidents.policy = h.area.policy = dataclasses.replace(h.area.policy, admins=frozenset({"U0ADMIN"}))
     h.command("job ml/train-llama", user=COMMANDER)
     incident = h.bot.services.incidents.open_in_channel(channel_id=CHANNEL)
 
     h.command("severity critical", user=BYSTANDER)
     refusal = h.texts("chat.postEphemeral")[-1]
     assert (
-        refusal == f"Only <@{COMMANDER}> or an admin (<@U0ADMIN>) can change the severity of {incident.key}."
+        refusal == f"Only the commander (<@{COMMANDER}>) or an admin (<@U0ADMIN>) can change the severity of {incident.key}."
     )
     assert h.bot.services.incidents.get(incident_key=incident.key).severity == "high"
 
     h.command("severity critical", user="U0ADMIN")
     assert h.bot.services.incidents.get(incident_key=incident.key).severity == "critical"
     pending = [
-        job for job in h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder") if not job.done_at
+        job for job in h.area.tasks.tasks(incident_key=incident.key, kind="update_reminder") if not job.done_at
     ]
     assert [job.due_at - h.clock.now for job in pending] == [
         timedelta(minutes=15)
@@ -352,14 +338,14 @@ def test_commander_only_steps_refuse_others_by_name_and_admins_may_act(harness: 
 
     h.click(user=OWNER, action_id="triage_snooze_reminder", value=incident.key)
     pending = [
-        job for job in h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder") if not job.done_at
+        job for job in h.area.tasks.tasks(incident_key=incident.key, kind="update_reminder") if not job.done_at
     ]
     assert [job.due_at - h.clock.now for job in pending] == [timedelta(hours=1)]
     assert any("snoozed update reminders" in text for text in h.texts())
 
     h.command("resolve", user=COMMANDER)
     assert [
-        job for job in h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder") if not job.done_at
+        job for job in h.area.tasks.tasks(incident_key=incident.key, kind="update_reminder") if not job.done_at
     ] == []
     h.command(f"reopen {incident.key}", user=BYSTANDER)
     assert "can reopen" in h.texts("chat.postEphemeral")[-1]
@@ -391,7 +377,7 @@ def test_the_one_line_change_warns_on_a_second_lever_and_status_resolved_is_comm
     assert len(h.area.changes.for_incident(incident_key=incident.key)) == 2
 
     h.command("status resolved", user=OWNER)
-    assert h.texts("chat.postEphemeral")[-1] == f"Only <@{COMMANDER}> can resolve {incident.key}."
+    assert h.texts("chat.postEphemeral")[-1] == f"Only the commander (<@{COMMANDER}>) can resolve {incident.key}."
     assert h.bot.services.incidents.get(incident_key=incident.key).status != "resolved"
     h.command("status resolved", user=COMMANDER)
     assert h.bot.services.incidents.get(incident_key=incident.key).status == "resolved"
@@ -422,7 +408,7 @@ def test_a_repeated_job_command_does_not_double_the_update_reminders(harness: Ha
     h.command("job ml/train-llama", user=OWNER)
     incident = h.bot.services.incidents.open_in_channel(channel_id=CHANNEL)
     pending = [
-        job for job in h.area.jobs.jobs(incident_key=incident.key, kind="update_reminder") if not job.done_at
+        job for job in h.area.tasks.tasks(incident_key=incident.key, kind="update_reminder") if not job.done_at
     ]
     assert len(pending) == 1
     assert sum("Pick an owner" in text for text in h.texts()) == 1

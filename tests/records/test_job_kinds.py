@@ -8,11 +8,11 @@ import pytest
 
 from bot.changes.prevention import PreventionService
 from bot.changes.service import ChangeService
-from bot.schedule.store import JobRunner, JobStore
+from bot.schedule.store import TaskRunner, TaskStore
 from bot.schedule.tasks import (
     SNOOZE_ACTION_ID,
     IncidentThread,
-    JobKind,
+    TaskKind,
     build_handlers,
     ensure_weekly_digest,
     schedule_prevention_followup,
@@ -37,7 +37,7 @@ def world(sqlite_engine, clock):
     notifier = RecordingNotifier()
     directory = DictDirectory(THREAD)
     revalidator = ScriptedRevalidator(original={"k8s.pending.insufficient_gpu"}, clock=clock)
-    store = JobStore(engine=sqlite_engine, clock=clock)
+    store = TaskStore(engine=sqlite_engine, clock=clock)
     changes = ChangeService(engine=sqlite_engine, clock=clock)
     prevention = PreventionService(engine=sqlite_engine, clock=clock)
     handlers = build_handlers(
@@ -47,7 +47,7 @@ def world(sqlite_engine, clock):
         prevention=prevention,
         change_lookup=lambda change_id: changes.get(change_id=change_id),
     )
-    runner = JobRunner(store=store, handlers=handlers, instance_id="test")
+    runner = TaskRunner(store=store, handlers=handlers, instance_id="test")
     return type(
         "World",
         (),
@@ -79,14 +79,14 @@ def test_a_reminder_fires_at_the_interval_offers_snooze_and_queues_the_next(worl
     post = world.notifier.posts[-1]
     assert post.where == "C1/111.222" and "<@U_BOB>" in post.text and "due an update" in post.text
     assert post.buttons[0].action_id == SNOOZE_ACTION_ID and post.buttons[0].value == "INC-0001"
-    pending = [job for job in world.store.jobs(kind=JobKind.UPDATE_REMINDER) if job.done_at is None]
+    pending = [job for job in world.store.tasks(kind=TaskKind.UPDATE_REMINDER) if job.done_at is None]
     assert [job.due_at for job in pending] == [world.clock.now + timedelta(minutes=15)]
 
 
 def test_snooze_moves_the_next_reminder_later(world) -> None:
     schedule_update_reminder(store=world.store, thread=THREAD, now=world.clock.now)
     world.store.postpone(
-        kind=JobKind.UPDATE_REMINDER, incident_key="INC-0001", until=world.clock.now + timedelta(hours=1)
+        kind=TaskKind.UPDATE_REMINDER, incident_key="INC-0001", until=world.clock.now + timedelta(hours=1)
     )
     world.clock.advance(timedelta(minutes=30))
     assert world.runner.run_due().ran == 0
@@ -110,7 +110,7 @@ def test_reminders_stop_once_the_incident_is_resolved(world) -> None:
     schedule_update_reminder(store=world.store, thread=THREAD, now=world.clock.now - timedelta(hours=1))
     world.runner.run_due()
     assert world.notifier.posts == []
-    assert all(job.done_at is not None for job in world.store.jobs(kind=JobKind.UPDATE_REMINDER))
+    assert all(job.done_at is not None for job in world.store.tasks(kind=TaskKind.UPDATE_REMINDER))
 
 
 def _applied_change(world):
@@ -129,8 +129,8 @@ def _applied_change(world):
 
 def test_validation_windows_rerun_the_snapshot_at_15_and_60_minutes_and_say_if_it_reproduces(world) -> None:
     change = _applied_change(world)
-    assert len(schedule_validation_windows(store=world.store, change=change, applied_at=world.clock.now)) == 2
-    assert schedule_validation_windows(store=world.store, change=change, applied_at=world.clock.now) == []
+    assert len(schedule_validation_windows(store=world.store, change=change, applied_at=world.clock.now, requested_by="U0ALICE")) == 2
+    assert schedule_validation_windows(store=world.store, change=change, applied_at=world.clock.now, requested_by="U0ALICE") == []
     world.clock.advance(timedelta(minutes=15))
     world.runner.run_due()
     assert "+15m" in world.notifier.posts[-1].text
@@ -140,9 +140,10 @@ def test_validation_windows_rerun_the_snapshot_at_15_and_60_minutes_and_say_if_i
     world.runner.run_due()
     assert "no longer reproduces" in world.notifier.posts[-1].text
     assert "New findings since the change: k8s.image.pull_backoff" in world.notifier.posts[-1].text
-    results = [job.result for job in world.store.jobs(kind=JobKind.VALIDATION_WINDOW)]
+    results = [job.result for job in world.store.tasks(kind=TaskKind.VALIDATION_WINDOW)]
     assert [(item["window"], item["reproduces"]) for item in results] == [("+15m", True), ("+60m", False)]
     assert world.revalidator.calls == 2
+    assert world.revalidator.requested_by == ["U0ALICE", "U0ALICE"]  # run as whoever applied the change
 
 
 def test_an_open_prevention_action_reminds_its_owner_on_the_due_date(world) -> None:
@@ -191,7 +192,7 @@ def test_the_weekly_digest_lists_overdue_actions_of_that_channel_and_requeues(wo
     assert (
         digest.where == "C1" and "Alert on quota drops" in digest.text and "Already fixed" not in digest.text
     )
-    pending = [job for job in world.store.jobs(kind=JobKind.WEEKLY_DIGEST) if job.done_at is None]
+    pending = [job for job in world.store.tasks(kind=TaskKind.WEEKLY_DIGEST) if job.done_at is None]
     assert [job.due_at for job in pending] == [world.clock.now + timedelta(days=7)]
 
 
@@ -204,7 +205,7 @@ def test_an_owner_who_updated_within_the_interval_is_not_nudged_until_the_interv
     world.directory.threads["INC-0001"] = dataclasses.replace(THREAD, last_update_at=updated_at)
     assert world.runner.run_due().ran == 1
     assert world.notifier.posts == []
-    pending = [job for job in world.store.jobs(kind=JobKind.UPDATE_REMINDER) if job.done_at is None]
+    pending = [job for job in world.store.tasks(kind=TaskKind.UPDATE_REMINDER) if job.done_at is None]
     assert [job.due_at for job in pending] == [updated_at + timedelta(minutes=15)]
     world.clock.advance(timedelta(minutes=10))
     world.runner.run_due()
@@ -214,18 +215,18 @@ def test_an_owner_who_updated_within_the_interval_is_not_nudged_until_the_interv
 def test_a_window_without_a_cluster_says_so_once_instead_of_retrying(world) -> None:
     from bot.schedule.tasks import RevalidationUnavailable
 
-    def unavailable(*, incident_key: str):
+    def unavailable(*, incident_key: str, requested_by: str):
         raise RevalidationUnavailable("no cluster is configured for this bot")
 
     world.revalidator.revalidate = unavailable
     change = _applied_change(world)
     schedule_validation_windows(
-        store=world.store, change=change, applied_at=world.clock.now - timedelta(hours=2)
+        store=world.store, change=change, applied_at=world.clock.now - timedelta(hours=2), requested_by="U0ALICE"
     )
     summary = world.runner.run_due()
     assert (summary.ran, summary.failed) == (2, 0)
     assert "no fresh snapshot could be taken (no cluster is configured" in world.notifier.posts[-1].text
-    assert all(job.result["unavailable"] for job in world.store.jobs(kind=JobKind.VALIDATION_WINDOW))
+    assert all(job.result["unavailable"] for job in world.store.tasks(kind=TaskKind.VALIDATION_WINDOW))
 
 
 def test_a_failing_layer_without_its_owner_is_named_in_the_reminder(world) -> None:

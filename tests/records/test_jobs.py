@@ -10,12 +10,12 @@ from datetime import timedelta
 import pytest
 import sqlalchemy
 
-from bot.schedule.store import JobRunner, JobScheduler, JobStore
+from bot.schedule.store import TaskRunner, TaskScheduler, TaskStore
 from tests.records.conftest import make_engine_with_tables
 
 
 def test_a_due_job_is_claimed_by_one_instance_only(sqlite_engine, clock) -> None:
-    store = JobStore(engine=sqlite_engine, clock=clock)
+    store = TaskStore(engine=sqlite_engine, clock=clock)
     job_id = store.enqueue(kind="ping", due_at=clock.now - timedelta(seconds=1))
     first = store.claim_due(instance_id="replica-a")
     second = store.claim_due(instance_id="replica-b")
@@ -24,7 +24,7 @@ def test_a_due_job_is_claimed_by_one_instance_only(sqlite_engine, clock) -> None
 
 
 def test_a_job_not_yet_due_is_left_alone_until_the_clock_reaches_it(sqlite_engine, clock) -> None:
-    store = JobStore(engine=sqlite_engine, clock=clock)
+    store = TaskStore(engine=sqlite_engine, clock=clock)
     store.enqueue(kind="ping", due_at=clock.now + timedelta(minutes=15))
     assert store.claim_due(instance_id="a") == ()
     clock.advance(timedelta(minutes=15))
@@ -34,12 +34,12 @@ def test_a_job_not_yet_due_is_left_alone_until_the_clock_reaches_it(sqlite_engin
 def test_jobs_survive_a_restart_because_they_live_in_the_database(tmp_path, clock) -> None:
     url = f"sqlite:///{tmp_path / 'restart.db'}"
     before = make_engine_with_tables(url)
-    JobStore(engine=before, clock=clock).enqueue(kind="ping", incident_key="INC-0001", due_at=clock.now)
+    TaskStore(engine=before, clock=clock).enqueue(kind="ping", incident_key="INC-0001", due_at=clock.now)
     before.dispose()  # the process "restarts"
     after = make_engine_with_tables(url)
     ran: list[str | None] = []
-    runner = JobRunner(
-        store=JobStore(engine=after, clock=clock),
+    runner = TaskRunner(
+        store=TaskStore(engine=after, clock=clock),
         handlers={"ping": lambda context: ran.append(context.job.incident_key)},
         instance_id="fresh",
     )
@@ -50,7 +50,7 @@ def test_jobs_survive_a_restart_because_they_live_in_the_database(tmp_path, cloc
 
 
 def test_one_failing_job_does_not_stop_the_others_and_is_retried_later(sqlite_engine, clock) -> None:
-    store = JobStore(engine=sqlite_engine, clock=clock)
+    store = TaskStore(engine=sqlite_engine, clock=clock)
     ok_ids = [store.enqueue(kind="ok", due_at=clock.now) for _ in range(2)]
     bad_id = store.enqueue(kind="bad", due_at=clock.now)
     ran: list[int] = []
@@ -58,7 +58,7 @@ def test_one_failing_job_does_not_stop_the_others_and_is_retried_later(sqlite_en
     def bad(context):
         raise RuntimeError("cluster unreachable")
 
-    runner = JobRunner(
+    runner = TaskRunner(
         store=store,
         handlers={"ok": lambda context: ran.append(context.job.id), "bad": bad},
         instance_id="a",
@@ -68,33 +68,33 @@ def test_one_failing_job_does_not_stop_the_others_and_is_retried_later(sqlite_en
     summary = runner.run_due()
     assert (summary.ran, summary.failed) == (2, 1)
     assert sorted(ran) == sorted(ok_ids)
-    failed = store.jobs(kind="bad")[0]
+    failed = store.tasks(kind="bad")[0]
     assert failed.id == bad_id and failed.done_at is None and failed.claimed_by is None
     assert "cluster unreachable" in failed.last_error
     assert runner.run_due().failed == 0  # not due again yet
     clock.advance(timedelta(minutes=1))
     assert runner.run_due().failed == 1  # second and last attempt
-    assert store.jobs(kind="bad")[0].done_at is not None
+    assert store.tasks(kind="bad")[0].done_at is not None
 
 
 def test_a_handler_result_is_kept_on_the_job(sqlite_engine, clock) -> None:
-    store = JobStore(engine=sqlite_engine, clock=clock)
+    store = TaskStore(engine=sqlite_engine, clock=clock)
     store.enqueue(kind="check", due_at=clock.now)
-    JobRunner(
+    TaskRunner(
         store=store, handlers={"check": lambda context: {"reproduces": False}}, instance_id="a"
     ).run_due()
-    assert store.jobs(kind="check")[0].result == {"reproduces": False}
+    assert store.tasks(kind="check")[0].result == {"reproduces": False}
 
 
 def test_a_dedupe_key_queues_a_job_only_once(sqlite_engine, clock) -> None:
-    store = JobStore(engine=sqlite_engine, clock=clock)
+    store = TaskStore(engine=sqlite_engine, clock=clock)
     assert store.enqueue(kind="v", due_at=clock.now, dedupe_key="validation:1:+15m") is not None
     assert store.enqueue(kind="v", due_at=clock.now, dedupe_key="validation:1:+15m") is None
-    assert len(store.jobs(kind="v")) == 1
+    assert len(store.tasks(kind="v")) == 1
 
 
 def test_a_claim_abandoned_by_a_dead_replica_is_released_after_the_lease(sqlite_engine, clock) -> None:
-    store = JobStore(engine=sqlite_engine, clock=clock)
+    store = TaskStore(engine=sqlite_engine, clock=clock)
     store.enqueue(kind="ping", due_at=clock.now)
     assert len(store.claim_due(instance_id="dead")) == 1
     assert store.release_stale(lease=timedelta(minutes=10)) == 0
@@ -104,14 +104,14 @@ def test_a_claim_abandoned_by_a_dead_replica_is_released_after_the_lease(sqlite_
 
 
 def test_snooze_postpones_pending_jobs_of_one_incident(sqlite_engine, clock) -> None:
-    store = JobStore(engine=sqlite_engine, clock=clock)
+    store = TaskStore(engine=sqlite_engine, clock=clock)
     store.enqueue(kind="update_reminder", incident_key="INC-0001", due_at=clock.now + timedelta(minutes=5))
     store.enqueue(kind="update_reminder", incident_key="INC-0002", due_at=clock.now + timedelta(minutes=5))
     assert (
         store.postpone(kind="update_reminder", incident_key="INC-0001", until=clock.now + timedelta(hours=1))
         == 1
     )
-    due = {job.incident_key: job.due_at for job in store.jobs(kind="update_reminder")}
+    due = {job.incident_key: job.due_at for job in store.tasks(kind="update_reminder")}
     assert due["INC-0001"] == clock.now + timedelta(hours=1)
     assert due["INC-0002"] == clock.now + timedelta(minutes=5)
 
@@ -119,7 +119,7 @@ def test_snooze_postpones_pending_jobs_of_one_incident(sqlite_engine, clock) -> 
 @pytest.mark.postgres
 def test_two_schedulers_on_one_postgresql_run_every_due_job_exactly_once(postgres_url: str) -> None:
     engines = [make_engine_with_tables(postgres_url), sqlalchemy.create_engine(postgres_url)]
-    seed = JobStore(engine=engines[0])
+    seed = TaskStore(engine=engines[0])
     total = 120
     for index in range(total):
         seed.enqueue(kind="count", payload={"index": index}, due_at=seed.clock() - timedelta(seconds=1))
@@ -138,9 +138,9 @@ def test_two_schedulers_on_one_postgresql_run_every_due_job_exactly_once(postgre
         return handler
 
     schedulers = [
-        JobScheduler(
-            runner=JobRunner(
-                store=JobStore(engine=engine),
+        TaskScheduler(
+            runner=TaskRunner(
+                store=TaskStore(engine=engine),
                 handlers={"count": make_handler(name)},
                 instance_id=name,
                 batch=3,
@@ -153,8 +153,8 @@ def test_two_schedulers_on_one_postgresql_run_every_due_job_exactly_once(postgre
         scheduler.start()
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(seed.jobs()) != sum(
-            1 for job in seed.jobs() if job.done_at
+        while time.monotonic() < deadline and len(seed.tasks()) != sum(
+            1 for job in seed.tasks() if job.done_at
         ):
             time.sleep(0.05)
     finally:

@@ -12,7 +12,7 @@ from bot.lab.slack_api import BOT_TOKEN
 from tests.support.slack import SIGNING_SECRET
 
 ROOT = Path(__file__).resolve().parents[2]
-LAUNCH_CLI = "from handlers.cli.main import main; main()"
+LAUNCH_CLI = "from handlers.main import main; main()"
 
 
 def start_serve(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import hmac
@@ -16,11 +17,10 @@ import requests
 
 from bot.config import Settings
 from bot.evidence.report import Diagnoser
-from bot.incidents.service import IncidentService
 from bot.lab.demo import minimal_diagnoser
 from bot.lab.slack_api import BOT_TOKEN, SlackApiStandIn
 from handlers.ops import server as http_server
-from handlers.slack.app import build_app
+from handlers.slack.app import SlackBot, build_slack_bot, http_app
 from handlers.slack.services import Services
 from storage import db
 
@@ -68,6 +68,7 @@ class BotUnderTest:
     server: http_server.RunningServer
     slack: SlackApiStandIn
     services: Services
+    bot: SlackBot
 
     def post(
         self, body: str, *, headers: dict[str, str] | None = None, signed: bool = True
@@ -90,8 +91,8 @@ class BotUnderTest:
         return response
 
 
-def make_services(*, database_url: str, slack: SlackApiStandIn, diagnoser: Diagnoser | None) -> Services:
-    """Settings pointing at the stand-in, a migrated database, the incident service."""
+def lab_settings(*, database_url: str, slack: SlackApiStandIn, **overrides: Any) -> Settings:
+    """Settings pointing at the stand-in and a migrated database; the scheduler off (tests run due tasks)."""
     settings = Settings(
         SLACK_BOT_TOKEN=BOT_TOKEN,
         SLACK_SIGNING_SECRET=SIGNING_SECRET,
@@ -100,10 +101,37 @@ def make_services(*, database_url: str, slack: SlackApiStandIn, diagnoser: Diagn
         TRIAGE_SCHEDULER_ENABLED=False,
     )
     db.upgrade(url=database_url)
-    service = IncidentService(engine=db.make_engine(url=database_url), diagnoser=diagnoser)
-    return Services(
-        settings=settings, incidents=service, diagnoser=diagnoser, diagnoser_label="minimal demo cluster"
+    return settings.model_copy(update=overrides) if overrides else settings
+
+
+def make_bot(
+    *,
+    database_url: str,
+    slack: SlackApiStandIn,
+    diagnoser: Diagnoser | None,
+    settings: Settings | None = None,
+    **builder: Any,
+) -> SlackBot:
+    """The production bot from the one builder, against the stand-in and a fresh database."""
+    return build_slack_bot(
+        settings=settings or lab_settings(database_url=database_url, slack=slack),
+        diagnoser=diagnoser,
+        diagnoser_label="minimal demo cluster",
+        **builder,
     )
+
+
+@contextlib.contextmanager
+def serving(bot: SlackBot, *, slack: SlackApiStandIn) -> Iterator[BotUnderTest]:
+    """The bot behind the real waitress server on 127.0.0.1, stopped (and its work drained) afterwards."""
+    running = http_server.start_in_thread(wsgi_app=http_app(bot))
+    slack.clear()
+    try:
+        yield BotUnderTest(server=running, slack=slack, services=bot.services, bot=bot)
+    finally:
+        bot.services.work.wait_idle(timeout=30)
+        running.stop()
+        bot.close()
 
 
 @pytest.fixture
@@ -121,14 +149,7 @@ def bot_database_url(tmp_path: Path) -> str:
 
 @pytest.fixture
 def bot(slack_stand_in: SlackApiStandIn, bot_database_url: str) -> Iterator[BotUnderTest]:
-    """The real Bolt app behind the real waitress server, talking to the stand-in."""
-    services = make_services(database_url=bot_database_url, slack=slack_stand_in, diagnoser=minimal_diagnoser)
-    app = build_app(settings=services.settings, services=services)
-    running = http_server.start_in_thread(wsgi_app=http_server.make_wsgi_app(app=app, services=services))
-    slack_stand_in.clear()
-    try:
-        yield BotUnderTest(server=running, slack=slack_stand_in, services=services)
-    finally:
-        services.work.wait_idle(timeout=30)
-        running.stop()
-        services.incidents.engine.dispose()
+    """The real Bolt app (from the one builder) behind the real waitress server, talking to the stand-in."""
+    built = make_bot(database_url=bot_database_url, slack=slack_stand_in, diagnoser=minimal_diagnoser)
+    with serving(built, slack=slack_stand_in) as running:
+        yield running

@@ -1,5 +1,5 @@
-"""`/triage compare`, `/triage job <id> compare <healthy>` and `/triage fabric`: issue 3's healthy diff and
-issue 4's fabric scope in the incident thread, from the same core logic the terminal uses."""
+"""`/triage compare` and `/triage fabric`: the healthy diff and the fabric scope in the incident thread, from
+the same core logic the terminal uses (`job <id> compare <healthy>` reuses `compare_and_post`)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,16 @@ from typing import Any
 
 from bot.diagnosis import compare as compare_mod
 from bot.diagnosis.collectors import node_probe
-from bot.evidence import redact
 from bot.evidence import stored as stored_evidence
 from bot.evidence.findings import utcnow
 from bot.evidence.report import SnapshotUnavailable
 from bot.evidence.targets import ACCEPTED_FORMS, InvalidTarget, Target, parse_target
 from bot.incidents import service as lifecycle
+from bot.incidents.policy import PermissionRefused
 from bot.incidents.service import IncidentView
+from handlers.slack import replies
 from handlers.slack.blocks import common as blocks
 from handlers.slack.blocks import compare as compare_blocks
-from handlers.slack.blocks import findings as findings_blocks
-from handlers.slack.commands import incident as incident_subcommands
 from handlers.slack.router import INCIDENT_KEY, CommandContext, Subcommand, UsageError
 
 log = logging.getLogger(__name__)
@@ -29,11 +28,8 @@ MAX_PROBED_NODES = 2
 TIMELINE_DIFFERENCES_KEPT = 20
 
 
-class MessageTooLarge(ValueError):
-    """A rendered message would break a Slack limit; raised instead of letting Slack cut it."""
-
-
-def _healthy_target(raw: str) -> Target:
+def healthy_target(raw: str) -> Target:
+    """The healthy sibling's id, or a UsageError that lists the accepted forms."""
     try:
         return parse_target(raw)
     except InvalidTarget as error:
@@ -56,39 +52,12 @@ def _check_compare(rest: str) -> None:
     _key, words = _split_incident(rest)
     if len(words) != 1:
         raise UsageError(f"Type `/triage compare [INC-n] <healthy-id>`; the healthy id is one of: {ACCEPTED_FORMS}.")
-    _healthy_target(words[0])
+    healthy_target(words[0])
 
 
 def _run_compare(ctx: CommandContext) -> None:
     incident, rest = ctx.incident_and_rest()
-    compare_and_post(ctx, incident=incident, healthy=_healthy_target(rest.strip()))
-
-
-def _check_job_or_compare(rest: str) -> None:
-    words = rest.split()
-    if any(word.lower() == "compare" for word in words):
-        if len(words) != 3 or words[1].lower() != "compare":
-            raise UsageError(f"Type `/triage job <id> compare <healthy-id>`; ids are one of: {ACCEPTED_FORMS}.")
-        incident_subcommands._check_job(words[0])
-        _healthy_target(words[2])
-        return
-    incident_subcommands._check_job(rest)
-
-
-def _run_job_or_compare(ctx: CommandContext) -> None:
-    words = ctx.rest.split()
-    if len(words) != 3 or words[1].lower() != "compare":
-        incident_subcommands._run_job(ctx)
-        return
-    healthy = _healthy_target(words[2])
-    job_ctx = CommandContext(
-        services=ctx.services, client=ctx.client, user_id=ctx.user_id, channel_id=ctx.channel_id, name=ctx.name,
-        rest=words[0], trigger_id=ctx.trigger_id, respond=ctx.respond, touched=ctx.touched,
-    )
-    incident_subcommands._run_job(job_ctx)
-    if ctx.touched:
-        incident = ctx.services.incidents.get(incident_key=ctx.touched[0])
-        compare_and_post(ctx, incident=incident, healthy=healthy)
+    compare_and_post(ctx, incident=incident, healthy=healthy_target(rest.strip()))
 
 
 def compare_and_post(ctx: CommandContext, *, incident: IncidentView, healthy: Target) -> None:
@@ -99,13 +68,8 @@ def compare_and_post(ctx: CommandContext, *, incident: IncidentView, healthy: Ta
     if services.diagnoser is None:
         ctx.post_in_thread(incident, text="No cluster is configured, so no healthy snapshot was taken to compare.")
         return
-    allowed = services.settings.snapshot_allowed_user_ids
-    if allowed and ctx.user_id not in allowed:
-        ctx.post_in_thread(
-            incident,
-            text=f"No comparison: snapshots are limited to {len(allowed)} responder(s) on this workspace's "
-            f"allow-list, and <@{ctx.user_id}> is not on it. Ask an on-call responder to run it.",
-        )
+    if not services.core.policy.may_read_cluster(ctx.user_id):
+        ctx.post_in_thread(incident, text="No comparison: " + _refusal(ctx, what="take snapshots"))
         return
     stored = services.incidents.snapshots(incident_key=incident.key)
     if not stored:
@@ -119,7 +83,10 @@ def compare_and_post(ctx: CommandContext, *, incident: IncidentView, healthy: Ta
         incident, text=f"<@{ctx.user_id}> asked to compare with healthy `{healthy.key}`: taking a bounded snapshot…"
     )
     try:
-        report = redact.redact_report(services.diagnoser(target=healthy, settings=services.settings))
+        report = services.incidents.snapshot_of(target=healthy, settings=services.settings, actor=ctx.user_id)
+    except PermissionRefused as refused:
+        ctx.post_in_thread(incident, text=f"No comparison: {refused}")
+        return
     except SnapshotUnavailable as error:
         _compare_failed(ctx, incident=incident, healthy=healthy, reason=str(error))
         return
@@ -162,18 +129,25 @@ def _compare_failed(ctx: CommandContext, *, incident: IncidentView, healthy: Tar
 def _post_rendered(
     ctx: CommandContext, *, incident: IncidentView, rendered: compare_blocks.Rendered, filename: str, title: str
 ) -> None:
-    problems = findings_blocks.validate_blocks(rendered.blocks)
-    if problems:
-        raise MessageTooLarge("; ".join(problems))
-    kwargs: dict[str, Any] = {"channel": incident.channel_id, "text": rendered.text, "blocks": rendered.blocks}
-    if incident.thread_ts:
-        kwargs["thread_ts"] = incident.thread_ts
-    ctx.client.chat_postMessage(**kwargs)
+    replies.post(ctx.client, incident, text=rendered.text, blocks_=rendered.blocks)
     if rendered.attachment is not None:
-        ctx.client.files_upload_v2(
-            channel=incident.channel_id, thread_ts=incident.thread_ts, filename=filename,
-            content=rendered.attachment.encode(), title=title,
+        replies.upload_file(
+            ctx.client,
+            channel=incident.channel_id,
+            thread_ts=incident.thread_ts,
+            filename=filename,
+            content=rendered.attachment.encode(),
+            title=title,
         )
+
+
+def _refusal(ctx: CommandContext, *, what: str) -> str:
+    """The rulebook's own words for a cluster read this caller may not cause."""
+    try:
+        ctx.services.core.policy.require_cluster_read(actor=ctx.user_id, what=what)
+    except PermissionRefused as refused:
+        return str(refused)
+    return ""
 
 
 # --- fabric ----------------------------------------------------------------------------------------
@@ -222,6 +196,9 @@ def _probe_nodes(scope: dict[str, Any] | None) -> list[str]:
 def _probe(ctx: CommandContext, *, incident: IncidentView, scope: dict[str, Any] | None) -> None:
     """The opt-in `ibstat` on the implicated hosts, only through an operator-configured runner, time-capped."""
     settings = ctx.services.settings
+    if not ctx.services.core.policy.may_read_cluster(ctx.user_id):
+        ctx.post_in_thread(incident, text="No probe ran: " + _refusal(ctx, what="run node probes"))
+        return
     try:
         runner = node_probe.make_runner(setting=settings.node_probe_runner, image=settings.node_probe_image)
     except ValueError as error:
@@ -260,32 +237,21 @@ def _probe(ctx: CommandContext, *, incident: IncidentView, scope: dict[str, Any]
     )
 
 
-def subcommands() -> list[Subcommand]:
-    """`job` (with `compare <healthy>`), `compare` and `fabric`; registered ahead of the foundation's `job`."""
-    job = next(item for item in incident_subcommands.default_subcommands() if item.name == "job")
-    return [
-        Subcommand(
-            name="job",
-            usage="job <id> [compare <healthy-id>]",
-            summary=f"{job.summary}; with `compare`, also diff against a healthy workload",
-            run=_run_job_or_compare,
-            check=_check_job_or_compare,
-            working_text=job.working_text,
-        ),
-        Subcommand(
-            name="compare",
-            usage="compare [INC-n] <healthy-id>",
-            summary="snapshot a healthy workload and post what differs from the incident's (ranked)",
-            run=_run_compare,
-            check=_check_compare,
-            working_text=":hourglass_flowing_sand: Taking a bounded snapshot of the healthy workload to compare…",
-        ),
-        Subcommand(
-            name="fabric",
-            usage=f"fabric [INC-n] [{PROBE_WORD}]",
-            summary="NCCL fabric scope (node-local, path-local, fabric-wide) from the latest snapshot; "
-            f"`{PROBE_WORD}`: opt-in bounded ibstat via the configured runner",
-            run=_run_fabric,
-            check=_check_fabric,
-        ),
-    ]
+SUBCOMMANDS = (
+    Subcommand(
+        name="compare",
+        usage="compare [INC-n] <healthy-id>",
+        summary="snapshot a healthy workload and post what differs from the incident's (ranked)",
+        run=_run_compare,
+        check=_check_compare,
+        working_text=":hourglass_flowing_sand: Taking a bounded snapshot of the healthy workload to compare…",
+    ),
+    Subcommand(
+        name="fabric",
+        usage=f"fabric [INC-n] [{PROBE_WORD}]",
+        summary="NCCL fabric scope (node-local, path-local, fabric-wide) from the latest snapshot; "
+        f"`{PROBE_WORD}`: opt-in bounded ibstat via the configured runner",
+        run=_run_fabric,
+        check=_check_fabric,
+    ),
+)

@@ -1,4 +1,4 @@
-"""The foundation's `/triage` subcommands: job, status, assign, note, list, help."""
+"""`/triage` subcommands of the incident itself: job, status, assign, note, snapshot, list, help."""
 
 from __future__ import annotations
 
@@ -9,12 +9,17 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.evidence.report import SnapshotUnavailable
-from bot.evidence.targets import ACCEPTED_FORMS, InvalidTarget, parse_target
+from bot.evidence.targets import ACCEPTED_FORMS, InvalidTarget, Target, parse_target
 from bot.incidents import service as lifecycle
-from bot.incidents.service import IncidentError, IncidentView
+from bot.incidents.policy import BOT_ACTOR, PermissionRefused, parse_role
+from bot.incidents.service import IncidentView
+from bot.records.sources import thread_of
+from bot.schedule.tasks import TaskKind, ensure_update_reminder, ensure_weekly_digest
 from handlers.ops import logs
-from handlers.slack import findings as findings_post
+from handlers.slack import replies
+from handlers.slack.blocks import changes as change_blocks
 from handlers.slack.blocks import common as blocks
+from handlers.slack.commands import compare
 from handlers.slack.router import (
     INCIDENT_KEY,
     NOT_IN_CHANNEL_ERRORS,
@@ -32,21 +37,49 @@ log = logging.getLogger(__name__)
 
 ROOT_POST_FAILED = "root_post_failed"
 OPENING_GRACE = timedelta(seconds=60)
+COMPARE_WORD = "compare"
+POSTMORTEM_ACTION = "triage_write_postmortem"
 
 
-def _check_job(rest: str) -> None:
+# --- job -------------------------------------------------------------------------------------------
+
+
+def _parse_job(rest: str) -> tuple[Target, Target | None]:
+    """`<id>` or `<id> compare <healthy-id>`: the workload, and the healthy sibling when asked for."""
+    words = rest.split()
+    if any(word.lower() == COMPARE_WORD for word in words):
+        if len(words) != 3 or words[1].lower() != COMPARE_WORD:
+            raise UsageError(f"Type `/triage job <id> compare <healthy-id>`; ids are one of: {ACCEPTED_FORMS}.")
+        return _target(words[0]), compare.healthy_target(words[2])
+    return _target(rest), None
+
+
+def _target(raw: str) -> Target:
     try:
-        parse_target(rest)
+        return parse_target(raw)
     except InvalidTarget as error:
         raise UsageError(f"{error} Type `/triage job <id>`.") from None
 
 
+def _check_job(rest: str) -> None:
+    _parse_job(rest)
+
+
 def _run_job(ctx: CommandContext) -> None:
+    target, healthy = _parse_job(ctx.rest)
+    incident = _open_and_snapshot(ctx, target=target)
+    if incident is None:
+        return
+    _start_reminders(ctx, incident)
+    if healthy is not None:
+        compare.compare_and_post(ctx, incident=ctx.services.incidents.get(incident_key=incident.key), healthy=healthy)
+
+
+def _open_and_snapshot(ctx: CommandContext, *, target: Target) -> IncidentView | None:
+    """Open (or find) the workload's incident; post its root and first snapshot when new. None when the
+    caller was only pointed at the incident already open."""
     services = ctx.services
-    target = parse_target(ctx.rest)
-    result = services.incidents.open_for_target(
-        target=target, channel_id=ctx.channel_id, opened_by=ctx.user_id
-    )
+    result = services.incidents.open_for_target(target=target, channel_id=ctx.channel_id, opened_by=ctx.user_id)
     incident = result.incident
     ctx.touched.append(incident.key)
     logs.bind_incident(incident.key)
@@ -56,19 +89,19 @@ def _run_job(ctx: CommandContext) -> None:
             f"{incident.key} is already open for `{incident.target}` (status {incident.status}): {where}. "
             f"Work in its thread, or `/triage status {incident.key} <status>`."
         )
-        return
+        return incident
     if not result.created and _being_opened(services, incident):
         ctx.reply_ephemeral(
             f"{incident.key} for `{incident.target}` is being opened right now; its message appears in a moment."
         )
-        return
+        return None
     try:
-        _post_root_and_snapshot(ctx, incident)
+        return _post_root_and_snapshot(ctx, incident)
     except (SlackClientError, OSError) as error:
         raise SlackFailure(_slack_trouble(ctx, incident_key=incident.key, error=error)) from error
 
 
-def _post_root_and_snapshot(ctx: CommandContext, incident: IncidentView) -> None:
+def _post_root_and_snapshot(ctx: CommandContext, incident: IncidentView) -> IncidentView:
     """A new incident, or one whose root message never reached Slack: post the root, then snapshot."""
     services = ctx.services
     try:
@@ -80,7 +113,7 @@ def _post_root_and_snapshot(ctx: CommandContext, incident: IncidentView) -> None
     except (SlackClientError, OSError) as error:
         services.incidents.add_timeline_entry(
             incident_key=incident.key,
-            actor=lifecycle.BOT_ACTOR,
+            actor=BOT_ACTOR,
             kind=ROOT_POST_FAILED,
             text=f"Slack did not take the root message: {slack_error_code(error)}",
         )
@@ -93,31 +126,46 @@ def _post_root_and_snapshot(ctx: CommandContext, incident: IncidentView) -> None
         text=f"{incident.key} opened by <@{ctx.user_id}>, who is commander until reassigned "
         f"(`/triage assign @someone commander`). Taking a bounded snapshot of `{incident.target}`…",
     )
-    _snapshot_and_post(ctx, incident)
+    snapshot_and_post(ctx, incident)
+    return incident
 
 
+def _start_reminders(ctx: CommandContext, incident: IncidentView) -> None:
+    """Update reminders by severity and the weekly digest; ask for an owner the first time."""
+    core = ctx.services.core
+    incident = core.incidents.get(incident_key=incident.key)
+    if not incident.is_open:
+        return
+    first_time = ensure_update_reminder(store=core.tasks, thread=thread_of(incident), now=core.clock())
+    ensure_weekly_digest(store=core.tasks, channel=incident.channel_id, now=core.clock())
+    if first_time is not None and not incident.holders("owner") and incident.thread_ts:
+        ctx.post_in_thread(
+            incident,
+            text=f"Who owns {incident.key}? Pick an owner:",
+            blocks_=[
+                blocks.section(f"Who owns *{incident.key}*? Pick an owner; they get a DM saying what is expected."),
+                change_blocks.assign_owner_block(incident_key=incident.key),
+            ],
+        )
 
-def _snapshot_and_post(ctx: CommandContext, incident: IncidentView) -> None:
-    """Take one bounded snapshot and post its findings; a failure is recorded and explained, never raised."""
+
+def snapshot_and_post(ctx: CommandContext, incident: IncidentView) -> None:
+    """Take one bounded snapshot and post its findings; a refusal or failure is recorded and explained,
+    never raised."""
     services = ctx.services
     if services.diagnoser is None:
         ctx.post_in_thread(incident, text="No cluster is configured, so no snapshot was taken.")
         return
-    allowed = services.settings.snapshot_allowed_user_ids
-    if allowed and ctx.user_id not in allowed:
-        # TRIAGE_SNAPSHOT_ALLOWED_USER_IDS: the incident is opened for anyone, cluster reads only for these.
-        ctx.post_in_thread(
-            incident,
-            text=f"No snapshot was taken: snapshots are limited to {len(allowed)} responder(s) on this "
-            f"workspace's allow-list, and <@{ctx.user_id}> is not on it. Ask an on-call responder to take one.",
-        )
-        return
     try:
-        report = services.incidents.run_snapshot(incident_key=incident.key, settings=services.settings)
+        report = services.incidents.run_snapshot(
+            incident_key=incident.key, settings=services.settings, actor=ctx.user_id
+        )
+    except PermissionRefused as refused:
+        ctx.post_in_thread(incident, text=f"No snapshot was taken: {refused}")
+        return
     except SnapshotUnavailable as error:
         services.incidents.add_timeline_entry(
-            incident_key=incident.key, actor=lifecycle.BOT_ACTOR, kind="snapshot_failed",
-            text=f"No snapshot: {error}",
+            incident_key=incident.key, actor=BOT_ACTOR, kind="snapshot_failed", text=f"No snapshot: {error}"
         )
         ctx.post_in_thread(
             incident,
@@ -129,7 +177,7 @@ def _snapshot_and_post(ctx: CommandContext, incident: IncidentView) -> None:
         log.exception("snapshot failed for %s", incident.key)
         services.incidents.add_timeline_entry(
             incident_key=incident.key,
-            actor=lifecycle.BOT_ACTOR,
+            actor=BOT_ACTOR,
             kind="snapshot_failed",
             text=f"Snapshot failed: {type(error).__name__}",
         )
@@ -139,9 +187,8 @@ def _snapshot_and_post(ctx: CommandContext, incident: IncidentView) -> None:
             "Check the bot's logs and cluster access.",
         )
         return
-    findings_post.post_findings(client=ctx.client, incident=incident, report=report)
-    incident = services.incidents.get(incident_key=incident.key)
-    ctx.refresh_root(incident, report=report)
+    replies.post_findings(ctx.client, incident=incident, report=report)
+    ctx.refresh_root(services.incidents.get(incident_key=incident.key), report=report)
 
 
 def _slack_trouble(ctx: CommandContext, *, incident_key: str, error: Exception) -> str:
@@ -183,21 +230,48 @@ def _permalink(client: WebClient, incident: IncidentView) -> str | None:
         return None
 
 
+# --- status, resolve -------------------------------------------------------------------------------
+
+
 def _check_status(rest: str) -> None:
     words = rest.split()
     if not words or words[-1].lower() not in lifecycle.STATUSES:
-        raise UsageError(
-            f"Type `/triage status <{'|'.join(lifecycle.STATUSES)}>` (optionally after an INC- key)."
-        )
+        raise UsageError(f"Type `/triage status <{'|'.join(lifecycle.STATUSES)}>` (optionally after an INC- key).")
 
 
 def _run_status(ctx: CommandContext) -> None:
     incident, rest = ctx.incident_and_rest()
     updated = ctx.services.incidents.set_status(incident_key=incident.key, status=rest, actor=ctx.user_id)
-    ctx.post_in_thread(
-        updated, text=f"<@{ctx.user_id}> set {updated.key} to *{updated.status}* (was {incident.status})."
-    )
+    ctx.post_in_thread(updated, text=f"<@{ctx.user_id}> set {updated.key} to *{updated.status}* (was {incident.status}).")
+    if updated.status == "resolved":
+        after_resolve(ctx, updated)
     ctx.refresh_root(updated)
+
+
+def after_resolve(ctx: CommandContext, updated: IncidentView) -> None:
+    """Stop update reminders and offer the postmortem."""
+    ctx.services.core.tasks.cancel(kind=TaskKind.UPDATE_REMINDER, incident_key=updated.key)
+    ctx.post_in_thread(
+        updated,
+        text=f"{updated.key} is resolved. Write the postmortem?",
+        blocks_=[
+            blocks.section(
+                f"*{updated.key}* is resolved. A resolved incident is not complete until "
+                "root cause, remediation and prevention are in one record."
+            ),
+            {
+                "type": "actions",
+                "elements": [
+                    blocks.button(
+                        text="Write postmortem", action_id=POSTMORTEM_ACTION, value=updated.key, style="primary"
+                    )
+                ],
+            },
+        ],
+    )
+
+
+# --- assign ----------------------------------------------------------------------------------------
 
 
 def _parse_assign(rest: str) -> tuple[str | None, str, str]:
@@ -217,10 +291,7 @@ def _parse_assign(rest: str) -> tuple[str | None, str, str]:
 
 def _check_assign(rest: str) -> None:
     _key, _user, role = _parse_assign(rest)
-    try:
-        lifecycle.normalise_role(role)
-    except IncidentError as error:
-        raise UsageError(str(error)) from None
+    parse_role(text=role)
 
 
 def _run_assign(ctx: CommandContext) -> None:
@@ -230,14 +301,12 @@ def _run_assign(ctx: CommandContext) -> None:
         if key
         else ctx.services.incidents.open_in_channel(channel_id=ctx.channel_id)
     )
-    updated = ctx.services.incidents.assign(
-        incident_key=incident.key, user_id=user_id, role=role, actor=ctx.user_id
-    )
-    ctx.post_in_thread(
-        updated,
-        text=f"<@{ctx.user_id}> made <@{user_id}> *{lifecycle.normalise_role(role)}* of {updated.key}.",
-    )
-    ctx.refresh_root(updated)
+    ctx.touched.append(incident.key)
+    replies.assign(core=ctx.services.core, client=ctx.client, incident=incident, user_id=user_id, role=role,
+                   actor=ctx.user_id)
+
+
+# --- note, snapshot, list, help --------------------------------------------------------------------
 
 
 def _check_note(rest: str) -> None:
@@ -259,14 +328,12 @@ def _run_snapshot(ctx: CommandContext) -> None:
     if rest.strip():
         raise UsageError("Type `/triage snapshot` (or `/triage snapshot INC-n`); it takes nothing else.")
     ctx.post_in_thread(incident, text=f"<@{ctx.user_id}> asked for a fresh snapshot of `{incident.target}`…")
-    _snapshot_and_post(ctx, incident)
+    snapshot_and_post(ctx, incident)
 
 
 def _run_list(ctx: CommandContext) -> None:
     open_incidents = ctx.services.incidents.list_open()
-    ctx.reply_ephemeral(
-        f"{len(open_incidents)} open incident(s)", blocks_=blocks.open_list(incidents=open_incidents)
-    )
+    ctx.reply_ephemeral(f"{len(open_incidents)} open incident(s)", blocks_=blocks.open_list(incidents=open_incidents))
 
 
 def _run_help(ctx: CommandContext) -> None:
@@ -274,49 +341,48 @@ def _run_help(ctx: CommandContext) -> None:
 
 
 def help_blocks(services: Services) -> list[blocks.Block]:
-    """Usage lines for every registered subcommand."""
+    """Usage lines for every subcommand in the registry."""
     return blocks.help_blocks(usages=[(item.usage, item.summary) for item in services.subcommands.values()])
 
 
-def default_subcommands() -> list[Subcommand]:
-    """The foundation's subcommands."""
-    return [
-        Subcommand(
-            name="job",
-            usage="job <id>",
-            summary=f"open an incident and take a snapshot; id: {ACCEPTED_FORMS}",
-            run=_run_job,
-            check=_check_job,
-            working_text=":hourglass_flowing_sand: Opening an incident and taking a bounded snapshot…",
-        ),
-        Subcommand(
-            name="status",
-            usage=f"status [INC-n] <{'|'.join(lifecycle.STATUSES)}>",
-            summary="move the incident along",
-            run=_run_status,
-            check=_check_status,
-        ),
-        Subcommand(
-            name="assign",
-            usage="assign [INC-n] @person <role>",
-            summary="roles: commander, owner, scribe, observer, owner:<layer>",
-            run=_run_assign,
-            check=_check_assign,
-        ),
-        Subcommand(
-            name="note",
-            usage="note [INC-n] <text>",
-            summary="add a note to the timeline",
-            run=_run_note,
-            check=_check_note,
-        ),
-        Subcommand(
-            name="snapshot",
-            usage="snapshot [INC-n]",
-            summary="take a fresh bounded snapshot of the incident's workload",
-            run=_run_snapshot,
-            working_text=":hourglass_flowing_sand: Taking a bounded snapshot…",
-        ),
-        Subcommand(name="list", usage="list", summary="open incidents", run=_run_list),
-        Subcommand(name="help", usage="help", summary="this list", run=_run_help),
-    ]
+SUBCOMMANDS = (
+    Subcommand(
+        name="job",
+        usage=f"job <id> [{COMPARE_WORD} <healthy-id>]",
+        summary=f"open an incident and take a snapshot; with `{COMPARE_WORD}`, also diff against a healthy "
+        f"workload; id: {ACCEPTED_FORMS}",
+        run=_run_job,
+        check=_check_job,
+        working_text=":hourglass_flowing_sand: Opening an incident and taking a bounded snapshot…",
+    ),
+    Subcommand(
+        name="status",
+        usage=f"status [INC-n] <{'|'.join(lifecycle.STATUSES)}>",
+        summary="commander: move the incident along",
+        run=_run_status,
+        check=_check_status,
+    ),
+    Subcommand(
+        name="assign",
+        usage="assign [INC-n] @person <role>",
+        summary="roles: commander, owner, scribe, observer, owner:<layer>; the person gets a DM",
+        run=_run_assign,
+        check=_check_assign,
+    ),
+    Subcommand(
+        name="note",
+        usage="note [INC-n] <text>",
+        summary="add a note to the timeline",
+        run=_run_note,
+        check=_check_note,
+    ),
+    Subcommand(
+        name="snapshot",
+        usage="snapshot [INC-n]",
+        summary="take a fresh bounded snapshot of the incident's workload",
+        run=_run_snapshot,
+        working_text=":hourglass_flowing_sand: Taking a bounded snapshot…",
+    ),
+    Subcommand(name="list", usage="list", summary="open incidents", run=_run_list),
+    Subcommand(name="help", usage="help", summary="this list", run=_run_help),
+)

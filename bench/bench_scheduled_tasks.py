@@ -4,7 +4,7 @@ job ran exactly once.
 Prints jobs/s for one replica and for two (each with its own engine, claiming with conditional
 UPDATEs and FOR UPDATE SKIP LOCKED), the ratio two/one, and duplicate executions (must be 0).
 Run: TRIAGE_TEST_POSTGRES_URL=postgresql+psycopg://postgres@127.0.0.1:5432/test \
-     PYTHONPATH=. python3 bench/scheduled_jobs.py [jobs]
+     PYTHONPATH=. python3 bench/bench_scheduled_tasks.py [jobs]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sqlalchemy
 from sqlmodel import SQLModel
 
 import storage.tables  # noqa: F401  (registers every table)
-from bot.schedule.store import JobContext, JobRunner, JobStore
+from bot.schedule.store import TaskContext, TaskRunner, TaskStore
 from tests.support.postgres import fresh_postgres_database
 
 
@@ -28,18 +28,18 @@ def _drain(*, url: str, replicas: int, jobs: int) -> tuple[float, int]:
     engines = [sqlalchemy.create_engine(url) for _ in range(replicas)]
     SQLModel.metadata.drop_all(engines[0])
     SQLModel.metadata.create_all(engines[0])
-    seed = JobStore(engine=engines[0])
+    seed = TaskStore(engine=engines[0])
     for index in range(jobs):
         seed.enqueue(kind="count", payload={"index": index}, due_at=seed.clock() - timedelta(seconds=1))
     runs: Counter[int] = Counter()
     lock = threading.Lock()
 
-    def handler(context: JobContext) -> None:
+    def handler(context: TaskContext) -> None:
         with lock:
             runs[context.job.id] += 1
 
     def replica(engine: sqlalchemy.Engine, name: str) -> None:
-        runner = JobRunner(store=JobStore(engine=engine), handlers={"count": handler}, instance_id=name, batch=20)
+        runner = TaskRunner(store=TaskStore(engine=engine), handlers={"count": handler}, instance_id=name, batch=20)
         while runner.run_due().ran:
             pass
 
