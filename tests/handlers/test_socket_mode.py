@@ -25,7 +25,7 @@ from handlers.slack.blocks import findings as findings_blocks
 from tests.support.kube_lab import running_lab
 from tests.support.serve_process import start_serve
 from tests.support.slack import make_bot, slash_fields
-from tests.support.socket_mode import SocketBotUnderTest, SocketModeStandIn, socket_serving
+from tests.support.socket_mode import Envelope, SocketBotUnderTest, SocketModeStandIn, socket_serving
 
 
 @pytest.fixture
@@ -132,13 +132,13 @@ def test_a_refused_modal_submission_is_answered_in_the_acks_payload(socket_bot: 
     assert socket_bot.services.core.changes.for_incident(incident_key="INC-0001") == ()
 
 
-def _job(socket_bot: SocketBotUnderTest, name: str) -> Any:
+def _job(socket_bot: SocketBotUnderTest, name: str, *, lose_ack: bool = False) -> Envelope:
     return socket_bot.socket.slash_command(
-        slash_fields(text=f"job ml/{name}", response_url=socket_bot.slack.response_url())
+        slash_fields(text=f"job ml/{name}", response_url=socket_bot.slack.response_url()), lose_ack=lose_ack
     )
 
 
-def _handled_once_each(socket_bot: SocketBotUnderTest, names: list[str]) -> None:
+def _handled_once_each(socket_bot: SocketBotUnderTest, names: list[str], envelopes: list[Envelope]) -> None:
     """One incident, one root and one snapshot per workload: nothing lost, nothing doubled."""
     assert socket_bot.services.work.wait_idle(timeout=30)
     incidents = {item.target: item.key for item in socket_bot.services.incidents.list_open()}
@@ -148,15 +148,21 @@ def _handled_once_each(socket_bot: SocketBotUnderTest, names: list[str]) -> None
     for key in incidents.values():
         assert len(socket_bot.services.incidents.snapshots(incident_key=key)) == 1
     assert socket_bot.socket.unacked() == [] and socket_bot.socket.protocol_errors == []
+    redelivered = sum(len(socket_bot.socket.deliveries_of(envelope)) - 1 for envelope in envelopes)
+    duplicates = socket_bot.services.metrics.registry.get_sample_value(
+        "triage_commands_total", {"subcommand": "job", "outcome": "duplicate"}
+    )
+    assert redelivered >= 1 and duplicates == redelivered  # each redelivery recognised by its request fingerprint
 
 
 def test_a_refresh_requested_reconnect_loses_nothing_and_a_lost_ack_is_redelivered_and_acted_on_once(
     socket_bot: SocketBotUnderTest,
 ) -> None:
     sock = socket_bot.socket
-    before = sock.wait_for_ack(_job(socket_bot, "before"))
-    lost = _job(socket_bot, "ack-lost")
-    sock.lose_ack(lost)  # the app handles it, but its ack never reaches Slack
+    first = _job(socket_bot, "before")
+    before = sock.wait_for_ack(first)
+    lost = _job(socket_bot, "ack-lost", lose_ack=True)  # the app handles it, but its ack never reaches Slack
+    assert sock.wait(lambda: lost.envelope_id in sock.lost_acks, timeout=10)
     assert socket_bot.services.work.wait_idle(timeout=30)
     old = sock.refresh(reason="refresh_requested")
     during = _job(socket_bot, "during-refresh")
@@ -168,16 +174,17 @@ def test_a_refresh_requested_reconnect_loses_nothing_and_a_lost_ack_is_redeliver
     assert sock.tickets_issued == 2  # a second apps.connections.open for the new connection
     assert len(socket_bot.slack.calls_to("apps.connections.open")) == 1  # (the first was before the test cleared)
     assert before.connection == 1 and len(sock.deliveries_of(lost)) == 2  # delivered again after the refresh
-    _handled_once_each(socket_bot, ["before", "ack-lost", "during-refresh", "after"])
+    _handled_once_each(socket_bot, ["before", "ack-lost", "during-refresh", "after"], [first, lost, during, after])
 
 
 def test_a_dropped_connection_reconnects_and_what_was_not_acked_is_redelivered_and_acted_on_once(
     socket_bot: SocketBotUnderTest,
 ) -> None:
     sock = socket_bot.socket
-    sock.wait_for_ack(_job(socket_bot, "before"))
-    lost = _job(socket_bot, "ack-lost")
-    sock.lose_ack(lost)
+    first = _job(socket_bot, "before")
+    sock.wait_for_ack(first)
+    lost = _job(socket_bot, "ack-lost", lose_ack=True)
+    assert sock.wait(lambda: lost.envelope_id in sock.lost_acks, timeout=10)
     assert socket_bot.services.work.wait_idle(timeout=30)
     sock.drop()  # a close frame (1001 going away), no disconnect message first
     assert sock.wait_for_connections(2, timeout=60), "the app did not reconnect"
@@ -185,7 +192,7 @@ def test_a_dropped_connection_reconnects_and_what_was_not_acked_is_redelivered_a
     sock.wait_for_ack(lost, timeout=30)
     sock.wait_for_ack(after, timeout=30)
     assert sock.tickets_issued == 2 and [item.connection for item in sock.deliveries_of(lost)] == [1, 2]
-    _handled_once_each(socket_bot, ["before", "ack-lost", "after"])
+    _handled_once_each(socket_bot, ["before", "ack-lost", "after"], [first, lost, after])
 
 
 def test_serve_in_socket_mode_connects_out_and_runs_job_with_compare_end_to_end(

@@ -98,7 +98,6 @@ class Connection:
     socket: ServerConnection
     opened_at: float
     closed_at: float | None = None
-    lose_acks: set[str] = dataclasses.field(default_factory=set)
 
 
 class SocketModeStandIn:
@@ -115,6 +114,8 @@ class SocketModeStandIn:
         self._sent_at: dict[str, float] = {}
         self._unacked: dict[str, Delivery | None] = {}  # None: waiting for a connection
         self._deliveries: list[Delivery] = []
+        self._lose_first_ack: set[str] = set()
+        self.lost_acks: list[str] = []  # envelope ids whose ack was dropped on purpose
         self._acks: list[Ack] = []
         self.protocol_errors: list[str] = []
         self._server: Server | None = None
@@ -224,8 +225,10 @@ class SocketModeStandIn:
             if envelope is None:
                 self.protocol_errors.append(f"ack for an envelope never sent: {envelope_id}")
                 return
-            if envelope_id in record.lose_acks:  # the connection "died" before this ack reached Slack
-                record.lose_acks.discard(envelope_id)
+            if envelope_id in self._lose_first_ack:  # the connection "died" before this ack reached Slack
+                self._lose_first_ack.discard(envelope_id)
+                self.lost_acks.append(envelope_id)
+                self._lock.notify_all()
                 return
             if payload is not None and not envelope.accepts_response_payload:
                 self.protocol_errors.append(f"payload in the ack of {envelope.type} {envelope_id}")
@@ -277,8 +280,11 @@ class SocketModeStandIn:
 
     # --- what a test does ----------------------------------------------------------------------
 
-    def send(self, *, type: str, payload: dict[str, Any], accepts_response_payload: bool) -> Envelope:
-        """Deliver one envelope on the newest connection (or hold it until one is up)."""
+    def send(
+        self, *, type: str, payload: dict[str, Any], accepts_response_payload: bool, lose_ack: bool = False
+    ) -> Envelope:
+        """Deliver one envelope on the newest connection (or hold it until one is up); with `lose_ack`, the
+        app's first ack of it never reaches Slack (its connection died first), so it stays unacked."""
         envelope = Envelope(
             envelope_id=str(uuid.uuid4()),
             type=type,
@@ -289,26 +295,21 @@ class SocketModeStandIn:
             self._envelopes[envelope.envelope_id] = envelope
             self._sent_at[envelope.envelope_id] = time.monotonic()
             self._unacked[envelope.envelope_id] = None
+            if lose_ack:
+                self._lose_first_ack.add(envelope.envelope_id)
             live = self._live()
             if live is not None:
                 self._deliver(envelope, live)
         return envelope
 
-    def slash_command(self, fields: dict[str, str]) -> Envelope:
+    def slash_command(self, fields: dict[str, str], *, lose_ack: bool = False) -> Envelope:
         """`/triage ...` as Slack sends it over the socket: the form fields as a JSON object."""
-        return self.send(type="slash_commands", payload=dict(fields), accepts_response_payload=True)
+        return self.send(type="slash_commands", payload=dict(fields), accepts_response_payload=True, lose_ack=lose_ack)
 
     def interactive(self, payload: dict[str, Any]) -> Envelope:
         """A button click (`block_actions`) or a modal submission (`view_submission`)."""
         accepts = payload.get("type") in ("view_submission", "block_suggestion")
         return self.send(type="interactive", payload=payload, accepts_response_payload=accepts)
-
-    def lose_ack(self, envelope: Envelope) -> None:
-        """The app's ack of this envelope, on the current connection, never reaches Slack."""
-        with self._lock:
-            live = self._live()
-            assert live is not None, "no connection"
-            live.lose_acks.add(envelope.envelope_id)
 
     def refresh(self, *, reason: str = "refresh_requested") -> Connection:
         """Ask the app to reconnect, as Slack does before it recycles a connection; the old one closes once
