@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-import pytest
-
 from bot.config import load_settings
-from bot.diagnosis.service import classify, diagnose, lab_diagnoser, placement_from
+from bot.diagnosis.service import diagnose, lab_diagnoser, placement_from
 from bot.evidence.findings import Observation, utcnow
 from tests.support.kube_lab import running_lab
-
-
-def test_without_the_classifier_package_the_verdict_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "bot.diagnosis.classify", None)
-    diagnosis = classify([])
-    assert diagnosis.verdict.layer is None and "Classifier not available" in diagnosis.verdict.summary
 
 
 def test_the_report_keeps_observations_for_the_classifier_and_the_record(tmp_path: Path) -> None:

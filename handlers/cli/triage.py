@@ -52,39 +52,6 @@ def _snapshot(*, raw: str, settings: Any) -> SnapshotReport:
                     code=EXIT_UNREACHABLE) from None
 
 
-def render_markdown(report: SnapshotReport, differences: list[compare_mod.Difference] | None = None) -> str:
-    """The report as Markdown (for tickets and runbooks)."""
-    verdict = report.verdict
-    lines = [f"# Snapshot of `{report.target}` ({report.target_kind or 'unknown kind'})", "",
-             (f"**Verdict:** {verdict.layer.value if verdict.layer else 'undetermined'} "
-             f"(confidence {verdict.confidence:.2f}) — {verdict.summary}"), ""]
-    if report.findings:
-        lines.append("## Findings")
-        for finding in report.findings:
-            layer = finding.layer.value if finding.layer else "-"
-            lines.append(f"- **[{finding.severity.value}] {layer} / {finding.rule}**: {finding.summary}")
-            for evidence in finding.evidence:
-                lines.append(f"  - `{evidence.command}` → {evidence.excerpt[:300]}")
-            lines.append(f"  - Next: {finding.next_step}")
-        lines.append("")
-    if differences:
-        lines += ["## Compared with the healthy run", "", "| category | key | failing | healthy |", "|---|---|---|---|"]
-        lines += [f"| {d.category} | {d.key} | {d.failing} | {d.healthy} |" for d in differences]
-        lines.append("")
-    if report.placement:
-        lines.append("## Versions and placement")
-        lines += [f"- {key}: {value}" for key, value in report.placement.items()]
-        lines.append("")
-    lines.append("## Collectors")
-    lines += [f"- {c.name}: {c.outcome.value}, {c.items} items, {c.elapsed_ms} ms"
-              + (" (truncated)" if c.truncated else "") + (f" — {c.detail}" if c.detail else "")
-              for c in report.collectors]
-    if report.not_checked:
-        lines += ["", "Not checked: " + "; ".join(report.not_checked)]
-    lines += ["", f"Snapshot took {report.elapsed_ms} ms."]
-    return "\n".join(lines) + "\n"
-
-
 def render_text(console: Console, report: SnapshotReport, differences: list[compare_mod.Difference] | None) -> None:
     """The report for a terminal, with rich tables."""
     verdict = report.verdict
@@ -154,7 +121,9 @@ def register(app: typer.Typer) -> None:
                 data["compare"] = {"healthy": compare, "differences": [d.to_dict() for d in differences]}
             typer.echo(json.dumps(data, indent=2))
         elif output is OutputFormat.MARKDOWN:
-            typer.echo(render_markdown(report, differences), nl=False)
+            from handlers.render.markdown import render_markdown
+
+            typer.echo(render_markdown(snapshot=report, differences=differences), nl=False)
         else:
             render_text(Console(), report, differences)
 
