@@ -21,7 +21,6 @@ from bot.evidence.findings import (
     Finding,
     Observation,
     Severity,
-    Verdict,
     utcnow,
 )
 from bot.evidence.report import Diagnoser, Diagnosis, SnapshotReport, SnapshotUnavailable
@@ -108,7 +107,7 @@ def _slurm(
     if backend is None:
         try:
             backend = slurm.make_backend(settings=settings)
-        except ValueError as error:
+        except ValueError:
             skipped = engine.Step(collector="slurm", run=lambda sink: sink.mark(CollectorOutcome.SKIPPED, str(error)))
             return engine.run_snapshot(stages=[lambda: [skipped]], budget=budget), "slurm", {}
     ctx = SlurmContext(job_id=target.name, backend=backend, settings=settings, budget=budget, probe_gpus=probe_gpus)
