@@ -107,8 +107,9 @@ def _slurm(
     if backend is None:
         try:
             backend = slurm.make_backend(settings=settings)
-        except ValueError:
-            skipped = engine.Step(collector="slurm", run=lambda sink: sink.mark(CollectorOutcome.SKIPPED, str(error)))
+        except ValueError as error:
+            reason = str(error)
+            skipped = engine.Step(collector="slurm", run=lambda sink: sink.mark(CollectorOutcome.SKIPPED, reason))
             return engine.run_snapshot(stages=[lambda: [skipped]], budget=budget), "slurm", {}
     ctx = SlurmContext(job_id=target.name, backend=backend, settings=settings, budget=budget, probe_gpus=probe_gpus)
     result = engine.run_snapshot(stages=plan(ctx), budget=budget)
