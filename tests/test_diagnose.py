@@ -31,3 +31,11 @@ def test_placement_lists_each_node_once() -> None:
                            observed_at=utcnow(), fields={"node": node})
 
     assert placement_from([phase("a"), phase("b"), phase("a")]) == {"nodes": "a, b"}
+
+
+def test_a_slurm_backend_that_is_off_is_reported_as_not_checked_with_what_to_set() -> None:
+    report = diagnose(target="slurm:123", settings=load_settings(TRIAGE_SLURM_BACKEND="off"))
+    (collector,) = report.collectors
+    assert collector.name == "slurm" and collector.outcome.value == "skipped"
+    assert report.not_checked == (f"slurm: skipped ({collector.detail})",)
+    assert "TRIAGE_SLURM_BACKEND" in collector.detail
