@@ -175,7 +175,7 @@ def load_rules() -> tuple[Rule, ...]:
     text = resources.files("bot.diagnosis.classify").joinpath("rules.yaml").read_text(encoding="utf-8")
     # LibYAML's safe loader when PyYAML was built with it: the pure-Python parser spent most of a
     # terminal command's start-up on this file.
-    documents = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 (a safe loader)
+    documents = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     if not isinstance(documents, list):
         raise CatalogueError("rules.yaml must be a list of rules")
     return parse_rules(documents=documents)
