@@ -11,7 +11,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_every_import_contract_is_kept() -> None:
     command = shutil.which("lint-imports")
     assert command is not None, "import-linter is part of the test extra: pip install -e '.[test]'"
-    result = subprocess.run([command, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [command, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
+    )
     assert result.returncode == 0, result.stdout[-3000:]
     assert "0 broken" in result.stdout
     for contract in (
