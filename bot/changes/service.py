@@ -128,6 +128,17 @@ def parse_value_with_unit(*, text: str) -> tuple[float, str]:
 _TARGET_PATTERN = re.compile(
     r"^\s*(?P<baseline>[-+]?\d+(?:\.\d+)?)\s*->\s*(?P<threshold>[-+]?\d+(?:\.\d+)?)\s*(?P<unit>\S.*)$"
 )
+_BASELINE_PATTERN = re.compile(r"^\s*(?P<baseline>[-+]?\d+(?:\.\d+)?)\s*->\s*(?P<threshold>[-+]?\d+(?:\.\d+)?)\s*$")
+
+
+def parse_baseline_and_threshold(*, text: str) -> tuple[float, float]:
+    """`<baseline> -> <threshold>` (units as the measurement's): the acceptance target of a change."""
+    match = _BASELINE_PATTERN.match(text)
+    if match is None:
+        raise ChangeError(f"Could not read {text.strip()[:40]!r} as `<baseline> -> <threshold>`, e.g. `400 -> 2000`.")
+    return float(match.group("baseline")), float(match.group("threshold"))
+
+
 CHANGE_TEXT_USAGE = (
     "`/triage change <variable> | <what changes> | <expected effect> | <metric> | <rollback plan> "
     "[| <baseline> -> <threshold> <unit>]`, or `/triage change` alone for the form"
@@ -286,8 +297,14 @@ class ChangeService:
             chosen_threshold = threshold if threshold is not None else row.threshold
             if chosen_baseline is None or chosen_threshold is None:
                 raise ChangeError(
-                    f"Change #{change_id} has no baseline or acceptance threshold: give them with the measurement."
+                    f"Change #{change_id} has no baseline or acceptance threshold: give them with the measurement, "
+                    f"e.g. `/triage measure {change_id} {window} {value:g}{unit} vs <baseline> -> <threshold>`."
                 )
+            if row.baseline is None or row.threshold is None:
+                # The first measurement that names them sets the change's own, so later windows need not repeat them.
+                row.baseline, row.threshold = chosen_baseline, chosen_threshold
+                row.higher_is_better = chosen_threshold >= chosen_baseline
+                change_repo.save(session, change=row)
             if row.unit and unit != row.unit:
                 raise ChangeError(f"Change #{change_id} is measured in {row.unit!r}, not {unit!r}.")
             change_repo.add_measurement(

@@ -511,7 +511,7 @@ def walk_change_line(w: Walker) -> None:
     assert w.services.core.changes.get(change_id=3).state.value == "validated"
 
 
-@walk("`/triage measure <n> <window> <value><unit>`")
+@walk("`/triage measure <n> <window> <value><unit> [vs <baseline> -> <threshold>]`")
 def walk_measure(w: Walker) -> None:
     w.open_incident()
     w.command("change per-rank batch | batch 32 -> 16 | no OOM | steps | batch back to 32 | 400 -> 2000 steps")
@@ -536,6 +536,16 @@ def walk_measure(w: Walker) -> None:
     assert w.services.core.changes.get(change_id=2).state.value != "validated"
     assert not w.services.core.changes.get(change_id=2).gain_repeated
     assert "Type `/triage measure" in w.command("measure 1 soon").text
+
+    # A one-line change without a target: the first measurement names baseline and threshold, later ones reuse them.
+    w.command("change NCCL_ALGO | force Ring | busbw up | busbw | unset NCCL_ALGO")
+    w.command("measure 3 +15m 190GB/s", user=BOB)
+    assert any("no baseline or acceptance threshold" in text and "vs <baseline> -> <threshold>" in text
+               for text in w.ephemerals(BOB))
+    w.command("measure 3 +15m 190GB/s vs 150 -> 180", user=BOB)
+    w.command("measure 3 +60m 188GB/s", user=BOB)
+    third = w.services.core.changes.get(change_id=3)
+    assert (third.baseline, third.threshold, len(third.measurements)) == (150, 180, 2) and third.gain_repeated
 
 
 @walk("`/triage handoff`")
