@@ -67,6 +67,7 @@ def register(app: App, services: Services) -> None:
     def on_rerun(body: dict[str, Any], client: WebClient) -> None:
         user, _channel = _where(body)
         incident = core.incidents.get(incident_key=str(body["actions"][0].get("value", "")))
+        core.policy.require_cluster_read(actor=user, what="re-run snapshots")  # refused before anything is posted
         replies.post(
             client,
             incident,
