@@ -60,6 +60,8 @@ class Settings(BaseSettings):
     prometheus_url: str | None = Field(default=None, alias="TRIAGE_PROMETHEUS_URL")
     node_probe_runner: str = Field(default="off", alias="TRIAGE_NODE_PROBE_RUNNER")  # off | k8s-debug | srun
     node_probe_image: str | None = Field(default=None, alias="TRIAGE_NODE_PROBE_IMAGE")  # k8s-debug pod image
+    # Where k8s-debug creates its probe pods (the chart's nodeProbe RBAC grants pod create/delete there only).
+    node_probe_namespace: str = Field(default="default", alias="TRIAGE_NODE_PROBE_NAMESPACE")
 
     # Scheduling
     scheduler_enabled: bool = Field(default=True, alias="TRIAGE_SCHEDULER_ENABLED")

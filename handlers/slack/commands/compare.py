@@ -4,7 +4,6 @@ the same core logic the terminal uses (`job <id> compare <healthy>` reuses `comp
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from bot import markup
 from bot.diagnosis import compare as compare_mod
@@ -201,24 +200,21 @@ def _run_fabric(ctx: CommandContext) -> None:
         data={"scope": scope, "events": len(evidence.events)},
     )
     if probe:
-        _probe(ctx, incident=incident, scope=scope)
+        plan = stored_evidence.probe_plan(
+            observations=stored_evidence.observations_of(stored[-1]), scope=scope, limit=MAX_PROBED_NODES
+        )
+        _probe(ctx, incident=incident, plan=plan)
 
 
-def _probe_nodes(scope: dict[str, Any] | None) -> list[str]:
-    if not scope:
-        return []
-    nodes = scope.get("pair") or ([scope["suspect_host"]] if scope.get("suspect_host") else scope.get("hosts") or [])
-    return [str(node) for node in nodes][:MAX_PROBED_NODES]
-
-
-def _probe(ctx: CommandContext, *, incident: IncidentView, scope: dict[str, Any] | None) -> None:
-    """The opt-in `ibstat` on the implicated hosts, only through an operator-configured runner, time-capped."""
+def _probe(ctx: CommandContext, *, incident: IncidentView, plan: stored_evidence.ProbePlan) -> None:
+    """The opt-in `ibstat` on the implicated hosts the workload ran on (per the scheduler's record, never
+    per a log line), only through an operator-configured runner, time-capped."""
     settings = ctx.services.settings
     if not ctx.services.core.policy.may_read_cluster(ctx.user_id):
         ctx.post_in_thread(incident, text=markup.format("No probe ran: {}", _refusal(ctx, what="run node probes")))
         return
     try:
-        runner = node_probe.make_runner(setting=settings.node_probe_runner, image=settings.node_probe_image)
+        runner = node_probe.runner_for(settings=settings)
     except ValueError as error:
         runner, problem = None, str(error)
     else:
@@ -230,11 +226,20 @@ def _probe(ctx: CommandContext, *, incident: IncidentView, scope: dict[str, Any]
             "and restarts the bot; then `/triage fabric {} probe` reads `ibstat` on the implicated "
             "hosts, {:g} s cap each.", problem, incident.key, PROBE_CAP_SECONDS))
         return
-    nodes = _probe_nodes(scope)
+    nodes = list(plan.nodes)
+    if not nodes and plan.refused:
+        ctx.post_in_thread(incident, text=markup.format(
+            "No probe ran: the logs name {}, but the scheduler's record places this workload only on {}; "
+            "the bot probes only nodes the workload ran on.",
+            ", ".join(plan.refused), ", ".join(plan.ran_on) or "no node"))
+        return
     if not nodes:
         ctx.post_in_thread(incident, text="No probe ran: the logs implicate no host to probe.")
         return
-    lines: list[markup.Mrkdwn] = []
+    lines: list[markup.Mrkdwn] = [
+        markup.format("`{}`: not probed (not a node this workload ran on, per the scheduler)", host)
+        for host in plan.refused
+    ]
     for node in nodes:
         try:
             result = node_probe.run_on_node(runner=runner, node=node, command=["ibstat"], allow=True,
