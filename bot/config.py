@@ -41,8 +41,13 @@ class Settings(BaseSettings):
     # Storage
     database_url: str = Field(default="sqlite:///./triage.db", alias="DATABASE_URL")
 
-    # Server
+    # Server (waitress): worker threads, open connections, how long an idle or stalled client may hold one,
+    # and the largest request body (Slack's payloads are a few KB).
     port: int = Field(default=3000, alias="PORT")
+    http_threads: int = Field(default=8, ge=1, le=256, alias="TRIAGE_HTTP_THREADS")
+    http_connection_limit: int = Field(default=1000, ge=10, le=100_000, alias="TRIAGE_HTTP_CONNECTION_LIMIT")
+    http_idle_timeout_seconds: int = Field(default=10, ge=1, le=3600, alias="TRIAGE_HTTP_IDLE_TIMEOUT_SECONDS")
+    http_max_body_bytes: int = Field(default=1_048_576, ge=65_536, le=104_857_600, alias="TRIAGE_HTTP_MAX_BODY_BYTES")
     instance_id: str = Field(default="", alias="TRIAGE_INSTANCE_ID")
 
     # Kubernetes

@@ -13,6 +13,7 @@ from typing import Any
 import waitress
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from bot.config import Settings
 from handlers.ops.paths import EVENTS_PATH
 
 log = logging.getLogger(__name__)
@@ -117,14 +118,51 @@ class RunningServer:
             self.thread.join(timeout=10)
 
 
-def create_server(*, wsgi_app: WSGIApp, host: str, port: int, threads: int = 8) -> Any:
-    """A waitress server bound to host:port (0 picks a free port)."""
-    return waitress.create_server(wsgi_app, host=host, port=port, threads=threads, ident="triage-bot")
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ServerLimits:
+    """What one client can hold: waitress's default of 100 connections, kept open two minutes when idle,
+    let about 100 idle sockets take `/healthz` and Slack's requests offline; these defaults do not."""
+
+    threads: int = 8
+    connection_limit: int = 1000
+    idle_timeout_seconds: int = 10
+    max_body_bytes: int = 1_048_576
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ServerLimits:
+        """TRIAGE_HTTP_THREADS, _CONNECTION_LIMIT, _IDLE_TIMEOUT_SECONDS, _MAX_BODY_BYTES."""
+        return cls(
+            threads=settings.http_threads,
+            connection_limit=settings.http_connection_limit,
+            idle_timeout_seconds=settings.http_idle_timeout_seconds,
+            max_body_bytes=settings.http_max_body_bytes,
+        )
 
 
-def start_in_thread(*, wsgi_app: WSGIApp, host: str = "127.0.0.1", port: int = 0) -> RunningServer:
+def create_server(*, wsgi_app: WSGIApp, host: str, port: int, limits: ServerLimits | None = None) -> Any:
+    """A waitress server bound to host:port (0 picks a free port). Idle and stalled clients are closed after
+    `idle_timeout_seconds` (checked at least every few seconds); poll() lifts select()'s 1024-socket ceiling."""
+    limits = limits or ServerLimits()
+    return waitress.create_server(
+        wsgi_app,
+        host=host,
+        port=port,
+        threads=limits.threads,
+        connection_limit=limits.connection_limit,
+        channel_timeout=limits.idle_timeout_seconds,
+        cleanup_interval=max(1, min(5, limits.idle_timeout_seconds // 2)),
+        max_request_body_size=limits.max_body_bytes,
+        max_request_header_size=65_536,
+        asyncore_use_poll=True,
+        ident="triage-bot",
+    )
+
+
+def start_in_thread(
+    *, wsgi_app: WSGIApp, host: str = "127.0.0.1", port: int = 0, limits: ServerLimits | None = None
+) -> RunningServer:
     """Serve in a daemon thread; returns once the socket is bound."""
-    server = create_server(wsgi_app=wsgi_app, host=host, port=port)
+    server = create_server(wsgi_app=wsgi_app, host=host, port=port, limits=limits)
     thread = threading.Thread(target=server.run, name="triage-bot-http", daemon=True)
     thread.start()
     return RunningServer(server=server, thread=thread, host=host, port=int(server.effective_port))
