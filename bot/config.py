@@ -20,6 +20,8 @@ class SnapshotBounds(BaseSettings):
     max_log_bytes_per_container: int = Field(default=16_384, ge=256, le=10_000_000)
     max_log_lines_per_container: int = Field(default=200, ge=1, le=100_000)
     max_total_evidence_bytes: int = Field(default=262_144, ge=1_024, le=100_000_000)
+    # Bytes read from any one API response, counted while it streams in (a server may ignore `limit`).
+    max_response_bytes: int = Field(default=8_388_608, ge=65_536, le=1_000_000_000)
     max_concurrency: int = Field(default=8, ge=1, le=64)
 
 
