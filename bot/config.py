@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -78,6 +78,12 @@ class Settings(BaseSettings):
     shutdown_grace_seconds: float = Field(default=25.0, ge=0, alias="TRIAGE_SHUTDOWN_GRACE_SECONDS")
 
     bounds: SnapshotBounds = Field(default_factory=SnapshotBounds)
+
+    @field_validator("slack_bot_token", "slack_signing_secret", "slack_app_token", "slurm_rest_token", mode="before")
+    @classmethod
+    def _blank_secret_is_no_secret(cls, value: object) -> object:
+        """A secret of spaces is no secret: treated as unset, so `serve` refuses to start without one."""
+        return (value.strip() or None) if isinstance(value, str) else value
 
     @property
     def admin_user_ids(self) -> frozenset[str]:

@@ -12,6 +12,7 @@ from sqlmodel import Session, select
 
 from bot.changes.service import ChangeError
 from bot.evidence.findings import utcnow
+from bot.evidence.text import printable
 from storage.tables import records as tables
 
 OPEN = "open"
@@ -100,6 +101,7 @@ class PreventionService:
         actor: str,
     ) -> PreventionView:
         """Record one prevention action."""
+        description, guardrail_check = printable(description), printable(guardrail_check)
         if not description.strip() or not guardrail_check.strip() or not owner.strip():
             raise ChangeError("A prevention action needs a description, an owner and a guardrail check.")
         row = tables.PreventionAction(

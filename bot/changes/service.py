@@ -13,6 +13,7 @@ import sqlalchemy
 from sqlmodel import Session, select
 
 from bot.evidence.findings import utcnow
+from bot.evidence.text import printable
 from storage.tables import records as tables
 
 MIN_VALIDATION_WINDOWS = 2
@@ -179,7 +180,7 @@ def parse_change_text(*, text: str) -> ChangeDraft:
 
 
 def _required(*, name: str, value: str, limit: int) -> str:
-    cleaned = (value or "").strip()
+    cleaned = printable(value or "").strip()
     if not cleaned:
         raise ChangeError(f"The {name} is required.")
     if len(cleaned) > limit:
@@ -235,7 +236,7 @@ class ChangeService:
             rollback_plan=_required(name="rollback plan", value=rollback_plan, limit=2000),
             approved_by=(approved_by or "").strip()[:200],
             proposed_by=proposed_by,
-            unit=(unit or "").strip()[:40],
+            unit=printable(unit or "").strip()[:40],
             baseline=baseline,
             threshold=threshold,
             higher_is_better=higher_is_better,

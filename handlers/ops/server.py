@@ -18,6 +18,7 @@ from handlers.ops.paths import EVENTS_PATH
 
 log = logging.getLogger(__name__)
 
+MALFORMED = b'{"error":"malformed request"}'
 StartResponse = Callable[..., Any]
 WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 Check = Callable[[], None]
@@ -52,8 +53,9 @@ class Readiness:
         return out
 
 
-def make_wsgi_app(*, events: WSGIApp, readiness: Readiness, registry: CollectorRegistry) -> WSGIApp:
-    """Route Slack's request URL to the Slack edge and the operational endpoints to small handlers."""
+def make_wsgi_app(*, events: WSGIApp | None, readiness: Readiness, registry: CollectorRegistry) -> WSGIApp:
+    """Route Slack's request URL to the Slack edge and the operational endpoints to small handlers;
+    without `events` (no signing secret: Socket Mode) nothing is accepted on the request URL."""
 
     def respond(start_response: StartResponse, status: str, body: bytes, content_type: str) -> list[bytes]:
         start_response(status, [("Content-Type", content_type), ("Content-Length", str(len(body)))])
@@ -63,11 +65,21 @@ def make_wsgi_app(*, events: WSGIApp, readiness: Readiness, registry: CollectorR
         path = environ.get("PATH_INFO", "")
         method = environ.get("REQUEST_METHOD", "GET")
         if path == EVENTS_PATH and method == "POST":
+            if events is None:
+                return respond(
+                    start_response, "404 Not Found",
+                    b'{"error":"Slack events are not served over HTTP without SLACK_SIGNING_SECRET"}',
+                    "application/json",
+                )
             if not _signature_headers_well_formed(environ):
                 return respond(
                     start_response, "401 Unauthorized", b'{"error":"invalid request"}', "application/json"
                 )
-            return events(environ, start_response)
+            try:
+                return events(environ, start_response)
+            except Exception as error:  # noqa: BLE001 (a body the Slack adapter cannot even parse)
+                log.warning("refused a Slack request the adapter could not parse: %s", type(error).__name__)
+                return respond(start_response, "400 Bad Request", MALFORMED, "application/json")
         if path == "/healthz":
             return respond(start_response, "200 OK", b'{"status":"ok"}', "application/json")
         if path == "/readyz":

@@ -81,11 +81,19 @@ class CommandContext:
         """An explicit `INC-0042` first word, else the channel's open incident; plus the remaining text."""
         first, _, remainder = self.rest.strip().partition(" ")
         if INCIDENT_KEY.match(first):
-            incident, rest = self.services.incidents.get(incident_key=first.upper()), remainder.strip()
+            incident, rest = self.here(self.services.incidents.get(incident_key=first.upper())), remainder.strip()
         else:
             incident, rest = self.services.incidents.open_in_channel(channel_id=self.channel_id), self.rest.strip()
         logs.bind_incident(incident.key)
         return incident, rest
+
+    def here(self, incident: IncidentView) -> IncidentView:
+        """The incident, if this channel may work on it (the rulebook refuses another channel's)."""
+        self.services.core.policy.require_same_channel(
+            actor=self.user_id, incident_key=incident.key, incident_channel=incident.channel_id,
+            from_channel=self.channel_id,
+        )
+        return incident
 
     def reply_ephemeral(self, text: str, *, blocks_: Sequence[blocks.Block] | None = None) -> None:
         """A message only the caller sees (plain `str` is data and shown escaped; compose with `markup`)."""

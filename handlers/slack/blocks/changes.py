@@ -242,9 +242,15 @@ def assign_owner_block(*, incident_key: str) -> dict[str, Any]:
     }
 
 
+MAX_CHANGE_ID = 999_999_999  # ids are 32-bit in the database; a longer number is a typo, not a change
+
+
 def parse_change_id(*, text: str) -> int:
-    """`#3` or `3` into 3, with a clear error."""
+    """`#3` or `3` into 3, with a clear error (also for numbers no change could have)."""
     cleaned = (text or "").strip().lstrip("#")
-    if not cleaned.isdigit():
-        raise ChangeError(f"{text!r} is not a change number: write it like `3` or `#3`.")
+    if not (cleaned.isascii() and cleaned.isdigit()) or not 0 < int(cleaned) <= MAX_CHANGE_ID:
+        raise ChangeError(
+            f"`{cleaned[:20]}` is not a change number: write it like `3` or `#3` "
+            "(the number the change was posted with)."
+        )
     return int(cleaned)

@@ -322,7 +322,7 @@ def _check_assign(rest: str) -> None:
 def _run_assign(ctx: CommandContext) -> None:
     key, user_id, role = _parse_assign(ctx.rest)
     incident = (
-        ctx.services.incidents.get(incident_key=key)
+        ctx.here(ctx.services.incidents.get(incident_key=key))
         if key
         else ctx.services.incidents.open_in_channel(channel_id=ctx.channel_id)
     )
@@ -361,7 +361,12 @@ def _run_snapshot(ctx: CommandContext) -> None:
 
 
 def _run_list(ctx: CommandContext) -> None:
-    open_incidents = ctx.services.incidents.list_open()
+    policy = ctx.services.core.policy
+    open_incidents = [
+        item
+        for item in ctx.services.incidents.list_open()
+        if policy.may_see(actor=ctx.user_id, incident_channel=item.channel_id, from_channel=ctx.channel_id)
+    ]
     ctx.reply_ephemeral(f"{len(open_incidents)} open incident(s)", blocks_=blocks.open_list(incidents=open_incidents))
 
 

@@ -42,7 +42,7 @@ def _run_change(ctx: CommandContext) -> None:
     incident, rest = ctx.incident_and_rest()
     words = rest.split()
     if len(words) == 2 and words[0].lstrip("#").isdigit():
-        change_state(ctx, change_id=int(words[0].lstrip("#")), state=words[1])
+        change_state(ctx, change_id=change_blocks.parse_change_id(text=words[0]), state=words[1])
         return
     if rest:
         outcome = core.changes.propose(
@@ -82,6 +82,7 @@ def change_state(ctx: CommandContext, *, change_id: int, state: str) -> None:
     operation = operations.get(state.lower())
     if operation is None:
         raise UsageError("Type `/triage change <n> applied|validated|rolled-back`.")
+    ctx.here(ctx.services.incidents.get(incident_key=changes.get(change_id=change_id).incident_key))
     outcome = operation(change_id=change_id, actor=ctx.user_id)
     replies.after_change_state(core=ctx.services.core, client=ctx.client, user=ctx.user_id, outcome=outcome)
 
@@ -103,6 +104,7 @@ def _run_measure(ctx: CommandContext) -> None:
     words = _without_key(ctx.rest)
     change_id = change_blocks.parse_change_id(text=words[0])
     value, unit = parse_value_with_unit(text=" ".join(words[2:]))
+    ctx.here(ctx.services.incidents.get(incident_key=ctx.services.core.changes.get(change_id=change_id).incident_key))
     change = ctx.services.core.changes.measure(
         change_id=change_id, window=words[1], value=value, unit=unit, actor=ctx.user_id
     )
@@ -155,6 +157,7 @@ def _run_reopen(ctx: CommandContext) -> None:
     if not INCIDENT_KEY.match(first):
         raise UsageError("Type `/triage reopen INC-n`: a resolved incident is no longer the channel's open one.")
     core = ctx.services.core
+    ctx.here(core.incidents.get(incident_key=first.upper()))
     reopened = core.incidents.reopen(incident_key=first.upper(), actor=ctx.user_id)
     ctx.post_in_thread(reopened, text=markup.format("{} reopened {}.", markup.mention(ctx.user_id), reopened.key))
     schedule_update_reminder(store=core.tasks, thread=thread_of(reopened), now=core.clock())
