@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-import pytest
-
 from bot.config import load_settings
-from bot.diagnosis.service import classify, diagnose, lab_diagnoser, placement_from
+from bot.diagnosis.service import diagnose, lab_diagnoser, placement_from
 from bot.evidence.findings import Observation, utcnow
 from tests.support.kube_lab import running_lab
-
-
-def test_without_the_classifier_package_the_verdict_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "bot.diagnosis.classify", None)
-    diagnosis = classify([])
-    assert diagnosis.verdict.layer is None and "Classifier not available" in diagnosis.verdict.summary
 
 
 def test_the_report_keeps_observations_for_the_classifier_and_the_record(tmp_path: Path) -> None:
@@ -40,3 +31,11 @@ def test_placement_lists_each_node_once() -> None:
                            observed_at=utcnow(), fields={"node": node})
 
     assert placement_from([phase("a"), phase("b"), phase("a")]) == {"nodes": "a, b"}
+
+
+def test_a_slurm_backend_that_is_off_is_reported_as_not_checked_with_what_to_set() -> None:
+    report = diagnose(target="slurm:123", settings=load_settings(TRIAGE_SLURM_BACKEND="off"))
+    (collector,) = report.collectors
+    assert collector.name == "slurm" and collector.outcome.value == "skipped"
+    assert report.not_checked == (f"slurm: skipped ({collector.detail})",)
+    assert "TRIAGE_SLURM_BACKEND" in collector.detail

@@ -1,4 +1,6 @@
-"""One entry point for `/triage job <id>` and the terminal: bounded snapshot, classification, one report."""
+"""One entry point for every snapshot (`/triage job <id>`, buttons, scheduled re-validation, the terminal):
+the target's plan runs under the snapshot engine (one deadline and budget, one not-checked and truncation
+account), the classifier reads what it found, and the report is redacted once before it leaves the core."""
 
 from __future__ import annotations
 
@@ -9,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import Settings
-from bot.diagnosis import engine as snapshot
+from bot.diagnosis import engine
 from bot.diagnosis.collectors.kube import calls as kube_calls
-from bot.diagnosis.collectors.kube import plan as kube_plan
 from bot.evidence import redact
 from bot.evidence.findings import (
     CollectorOutcome,
@@ -20,7 +21,6 @@ from bot.evidence.findings import (
     Finding,
     Observation,
     Severity,
-    Verdict,
     utcnow,
 )
 from bot.evidence.report import Diagnoser, Diagnosis, SnapshotReport, SnapshotUnavailable
@@ -30,38 +30,52 @@ ClusterUnreachable = kube_calls.ClusterUnreachable
 
 
 class TargetNotFound(SnapshotUnavailable, LookupError):
-    """No workload of any accepted kind has that name in that namespace."""
+    """No workload of any accepted kind has that name in that namespace (or Slurm does not know the job)."""
 
 
 def classify(observations: Sequence[Observation]) -> Diagnosis:
-    """The classifier (bot.diagnosis.classify); a placeholder that says so only when that package is absent."""
-    try:
-        from bot.diagnosis.classify import diagnose_observations
-    except ImportError:
-        return Diagnosis(verdict=Verdict(
-            layer=None, confidence=0.0,
-            summary=f"Classifier not available in this build (bot.diagnosis.classify missing); {len(observations)} "
-                    "observations collected, no verdict drawn."), findings=())
+    """The classifier: rules first, then what no rule explains."""
+    from bot.diagnosis.classify import diagnose_observations
+
     return diagnose_observations(observations)
 
 
-def diagnose(*, target: Target | str, settings: Settings, api_client: Any = None) -> SnapshotReport:
-    """Take one bounded snapshot of `target` and classify it; raises TargetNotFound / ClusterUnreachable."""
+def diagnose(
+    *,
+    target: Target | str,
+    settings: Settings,
+    api_client: Any = None,
+    slurm_backend: Any = None,
+    probe_gpus: bool = False,
+) -> SnapshotReport:
+    """Take one bounded snapshot of `target` and classify it; raises TargetNotFound / ClusterUnreachable.
+    `api_client` and `slurm_backend` replace the ones built from the settings (tests, the lab)."""
     parsed = parse_target(target) if isinstance(target, str) else target
     taken_at = utcnow()
+    budget = engine.Budget(bounds=settings.bounds)
     if parsed.platform is Platform.SLURM:
-        from bot.diagnosis.slurm import diagnose_slurm  # Slurm-only path: keeps Kubernetes startup light
+        result, kind, placement = _slurm(target=parsed, settings=settings, budget=budget, backend=slurm_backend,
+                                         probe_gpus=probe_gpus)
+    else:
+        result, kind, placement = _kubernetes(target=parsed, settings=settings, budget=budget, api_client=api_client)
+    observations = list(result.observations) + _engine_observations(result.reports)
+    diagnosis = classify(observations)
+    extra = _snapshot_findings(observations, already={f.rule for f in diagnosis.findings})
+    return redact.redact_report(SnapshotReport(  # the one redaction step: whoever renders it, it leaves redacted
+        target=parsed.key, target_kind=kind, taken_at=taken_at, elapsed_ms=budget.elapsed_ms(),
+        verdict=diagnosis.verdict, findings=tuple(diagnosis.findings) + tuple(extra), collectors=result.reports,
+        observations=tuple(observations), placement={**placement, **placement_from(observations)},
+        not_checked=result.not_checked, unexplained=diagnosis.unexplained))
 
-        report = diagnose_slurm(target=parsed, settings=settings)
-        unknown = next((item for item in report.observations
-                        if item.kind == "slurm_job" and item.fields.get("found") is False), None)
-        if unknown is not None:
-            raise TargetNotFound(unknown.text)
-        return report
+
+def _kubernetes(
+    *, target: Target, settings: Settings, budget: engine.Budget, api_client: Any
+) -> tuple[engine.SnapshotResult, str, dict[str, str]]:
+    from bot.diagnosis.collectors.kube import plan as kube_plan
+
     kube_calls.preload_models()  # once per process; not charged to the snapshot's deadline
-    budget = snapshot.Budget(bounds=settings.bounds)
     try:
-        ctx = kube_plan.context_for(target=parsed, budget=budget, api_client=api_client,
+        ctx = kube_plan.context_for(target=target, budget=budget, api_client=api_client,
                                     kubeconfig=settings.kubeconfig, kube_context=settings.kube_context,
                                     in_cluster=settings.in_cluster)
     except Exception as exc:
@@ -69,7 +83,7 @@ def diagnose(*, target: Target | str, settings: Settings, api_client: Any = None
             f"no Kubernetes credentials ({exc}); set KUBECONFIG, or TRIAGE_IN_CLUSTER=true inside a cluster"
         ) from exc
     try:
-        result = snapshot.run_snapshot(stages=kube_plan.plan(ctx), budget=budget)
+        result = engine.run_snapshot(stages=kube_plan.plan(ctx), budget=budget)
     finally:
         if api_client is None:
             ctx.caller.api.close()  # we built it: release its connection pool (per snapshot, not per process)
@@ -77,18 +91,33 @@ def diagnose(*, target: Target | str, settings: Settings, api_client: Any = None
         raise ClusterUnreachable(ctx.unreachable)
     workload_report = next((r for r in result.reports if r.name == "workload"), None)
     if ctx.workload is None and workload_report is not None and workload_report.outcome is CollectorOutcome.OK:
-        raise TargetNotFound(f"no Job, JobSet, PyTorchJob or AIPerfJob named {parsed.name} in namespace "
-                             f"{parsed.namespace}" if not parsed.kind else
-                             f"no {parsed.kind.value} named {parsed.name} in namespace {parsed.namespace}")
-    observations = list(result.observations) + _engine_observations(result.reports)
-    diagnosis = classify(observations)
-    extra = _snapshot_findings(observations, already={f.rule for f in diagnosis.findings})
-    return redact.redact_report(SnapshotReport(  # evidence leaves the engine redacted, whoever renders it
-        target=parsed.key, target_kind=ctx.kind.value if ctx.kind else (parsed.kind.value if parsed.kind else ""),
-        taken_at=taken_at, elapsed_ms=budget.elapsed_ms(), verdict=diagnosis.verdict,
-        findings=tuple(diagnosis.findings) + tuple(extra), collectors=result.reports,
-        observations=tuple(observations), placement=placement_from(observations),
-        not_checked=result.not_checked, unexplained=diagnosis.unexplained))
+        raise TargetNotFound(f"no Job, JobSet, PyTorchJob or AIPerfJob named {target.name} in namespace "
+                             f"{target.namespace}" if not target.kind else
+                             f"no {target.kind.value} named {target.name} in namespace {target.namespace}")
+    kind = ctx.kind.value if ctx.kind else (target.kind.value if target.kind else "")
+    return result, kind, {}
+
+
+def _slurm(
+    *, target: Target, settings: Settings, budget: engine.Budget, backend: Any, probe_gpus: bool
+) -> tuple[engine.SnapshotResult, str, dict[str, str]]:
+    from bot.diagnosis.collectors.slurm import collector as slurm
+    from bot.diagnosis.collectors.slurm.plan import SlurmContext, plan
+
+    if backend is None:
+        try:
+            backend = slurm.make_backend(settings=settings)
+        except ValueError as error:
+            reason = str(error)
+            skipped = engine.Step(collector="slurm", run=lambda sink: sink.mark(CollectorOutcome.SKIPPED, reason))
+            return engine.run_snapshot(stages=[lambda: [skipped]], budget=budget), "slurm", {}
+    ctx = SlurmContext(job_id=target.name, backend=backend, settings=settings, budget=budget, probe_gpus=probe_gpus)
+    result = engine.run_snapshot(stages=plan(ctx), budget=budget)
+    unknown = next((item for item in result.observations
+                    if item.kind == "slurm_job" and item.fields.get("found") is False), None)
+    if unknown is not None:
+        raise TargetNotFound(unknown.text)
+    return result, "slurm", ctx.placement
 
 
 def _engine_observations(reports: Sequence[CollectorReport]) -> list[Observation]:

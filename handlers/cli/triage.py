@@ -5,16 +5,15 @@ from __future__ import annotations
 import enum
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from bot.config import load_settings
-from bot.diagnosis import compare as compare_mod
-from bot.evidence.report import SnapshotReport
-from bot.evidence.targets import InvalidTarget, Platform, parse_target
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from bot.diagnosis import compare as compare_mod
+    from bot.evidence.report import SnapshotReport
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_UNREACHABLE = 0, 2, 3, 4
 
@@ -34,6 +33,7 @@ def _fail(message: str, *, code: int) -> typer.Exit:
 
 def _snapshot(*, raw: str, settings: Any) -> SnapshotReport:
     from bot.diagnosis import service as diagnose_mod
+    from bot.evidence.targets import InvalidTarget, Platform, parse_target
 
     try:
         target = parse_target(raw)
@@ -52,41 +52,10 @@ def _snapshot(*, raw: str, settings: Any) -> SnapshotReport:
                     code=EXIT_UNREACHABLE) from None
 
 
-def render_markdown(report: SnapshotReport, differences: list[compare_mod.Difference] | None = None) -> str:
-    """The report as Markdown (for tickets and runbooks)."""
-    verdict = report.verdict
-    lines = [f"# Snapshot of `{report.target}` ({report.target_kind or 'unknown kind'})", "",
-             (f"**Verdict:** {verdict.layer.value if verdict.layer else 'undetermined'} "
-             f"(confidence {verdict.confidence:.2f}) — {verdict.summary}"), ""]
-    if report.findings:
-        lines.append("## Findings")
-        for finding in report.findings:
-            layer = finding.layer.value if finding.layer else "-"
-            lines.append(f"- **[{finding.severity.value}] {layer} / {finding.rule}**: {finding.summary}")
-            for evidence in finding.evidence:
-                lines.append(f"  - `{evidence.command}` → {evidence.excerpt[:300]}")
-            lines.append(f"  - Next: {finding.next_step}")
-        lines.append("")
-    if differences:
-        lines += ["## Compared with the healthy run", "", "| category | key | failing | healthy |", "|---|---|---|---|"]
-        lines += [f"| {d.category} | {d.key} | {d.failing} | {d.healthy} |" for d in differences]
-        lines.append("")
-    if report.placement:
-        lines.append("## Versions and placement")
-        lines += [f"- {key}: {value}" for key, value in report.placement.items()]
-        lines.append("")
-    lines.append("## Collectors")
-    lines += [f"- {c.name}: {c.outcome.value}, {c.items} items, {c.elapsed_ms} ms"
-              + (" (truncated)" if c.truncated else "") + (f" — {c.detail}" if c.detail else "")
-              for c in report.collectors]
-    if report.not_checked:
-        lines += ["", "Not checked: " + "; ".join(report.not_checked)]
-    lines += ["", f"Snapshot took {report.elapsed_ms} ms."]
-    return "\n".join(lines) + "\n"
-
-
 def render_text(console: Console, report: SnapshotReport, differences: list[compare_mod.Difference] | None) -> None:
     """The report for a terminal, with rich tables."""
+    from rich.table import Table
+
     verdict = report.verdict
     console.print(f"[bold]{report.target}[/bold] ({report.target_kind or 'unknown kind'}) — verdict: "
                   f"[bold]{verdict.layer.value if verdict.layer else 'undetermined'}[/bold] "
@@ -134,6 +103,8 @@ def register(app: typer.Typer) -> None:
             raise _fail("--deadline must be between 0 and 600 seconds", code=EXIT_BAD_INPUT)
         if kubeconfig is not None and not kubeconfig.is_file():
             raise _fail(f"--kubeconfig {kubeconfig} is not a readable file", code=EXIT_BAD_INPUT)
+        from bot.config import load_settings
+
         settings = load_settings()
         updates: dict[str, Any] = {}
         if kubeconfig is not None:
@@ -147,6 +118,8 @@ def register(app: typer.Typer) -> None:
         differences = None
         if compare:
             healthy = _snapshot(raw=compare, settings=settings)
+            from bot.diagnosis import compare as compare_mod
+
             differences = compare_mod.compare_snapshots(failing=report, healthy=healthy)
         if output is OutputFormat.JSON:
             data = report.to_dict()
@@ -154,8 +127,12 @@ def register(app: typer.Typer) -> None:
                 data["compare"] = {"healthy": compare, "differences": [d.to_dict() for d in differences]}
             typer.echo(json.dumps(data, indent=2))
         elif output is OutputFormat.MARKDOWN:
-            typer.echo(render_markdown(report, differences), nl=False)
+            from handlers.render.markdown import render_markdown
+
+            typer.echo(render_markdown(snapshot=report, differences=differences), nl=False)
         else:
+            from rich.console import Console
+
             render_text(Console(), report, differences)
 
     app.add_typer(triage, name="triage")

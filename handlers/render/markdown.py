@@ -1,7 +1,11 @@
-"""Plain Markdown of a snapshot's verdict and findings with full evidence: the Slack file attachment and the terminal."""
+"""The one Markdown of a snapshot: verdict, findings by layer with full evidence, the healthy comparison,
+placement and what each collector did. The Slack file attachment and `triage job --format markdown` use it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from bot.diagnosis.compare import Difference
 from bot.evidence import findings, report
 
 LAYER_ORDER = ("scheduler", "runtime", "workflow", "fabric")
@@ -48,10 +52,10 @@ def _evidence_lines(*, evidence: findings.Evidence) -> list[str]:
     return lines
 
 
-def render_markdown(*, snapshot: report.SnapshotReport) -> str:
-    """Everything, nothing shortened: the full record behind a Slack summary."""
+def render_markdown(*, snapshot: report.SnapshotReport, differences: Sequence[Difference] | None = None) -> str:
+    """Everything, nothing shortened: the full record behind a Slack summary, and the terminal's Markdown."""
     lines = [
-        f"# Findings for {snapshot.target} ({snapshot.target_kind})",
+        f"# Snapshot of `{snapshot.target}` ({snapshot.target_kind or 'unknown kind'})",
         "",
         f"Snapshot taken {findings._plain(snapshot.taken_at)} in {snapshot.elapsed_ms} ms.",
         "",
@@ -75,6 +79,22 @@ def render_markdown(*, snapshot: report.SnapshotReport) -> str:
             lines.append(f"- {obs.kind} {obs.subject}: `{obs.command}` at {findings._plain(obs.observed_at)}")
             lines.extend(f"  {line}" for line in obs.text.splitlines() or [""])
         lines.append("")
+    if differences:
+        lines += ["## Compared with the healthy run", "", "| category | key | failing | healthy |", "|---|---|---|---|"]
+        lines += [f"| {d.category} | {d.key} | {d.failing} | {d.healthy} |" for d in differences]
+        lines.append("")
+    if snapshot.placement:
+        lines += ["## Versions and placement", ""] + [f"- {key}: {value}" for key, value in snapshot.placement.items()]
+        lines.append("")
     if snapshot.not_checked:
         lines += ["## Not checked", ""] + [f"- {item}" for item in snapshot.not_checked] + [""]
+    if snapshot.collectors:
+        lines += ["## Collectors", ""]
+        lines += [
+            f"- {c.name}: {c.outcome.value}, {c.items} items, {c.elapsed_ms} ms"
+            + (" (truncated)" if c.truncated else "")
+            + (f" — {c.detail}" if c.detail else "")
+            for c in snapshot.collectors
+        ]
+        lines.append("")
     return "\n".join(lines)

@@ -116,7 +116,7 @@ def test_a_slurm_triage_reads_dcgm_series_for_the_jobs_node(prometheus: str, tmp
     import subprocess
 
     from bot.config import load_settings
-    from bot.diagnosis.slurm import diagnose_slurm
+    from bot.diagnosis.service import diagnose
 
     SERIES["DCGM_FI_DEV_XID_ERRORS"].append(("localhost", "1", "48"))
     done = subprocess.run(
@@ -140,7 +140,7 @@ def test_a_slurm_triage_reads_dcgm_series_for_the_jobs_node(prometheus: str, tmp
             break
         __import__("time").sleep(0.5)
     try:
-        report = diagnose_slurm(target=job_id, settings=load_settings(TRIAGE_PROMETHEUS_URL=prometheus))
+        report = diagnose(target=job_id, settings=load_settings(TRIAGE_PROMETHEUS_URL=prometheus))
     finally:
         subprocess.run(["scancel", job_id], capture_output=True, timeout=15, check=False)
         SERIES["DCGM_FI_DEV_XID_ERRORS"].pop()

@@ -13,7 +13,7 @@ import pytest
 from bot.config import SnapshotBounds, load_settings
 from bot.diagnosis.collectors.slurm import collector as slurm
 from bot.diagnosis.collectors.slurm.cli import CliBackend
-from bot.diagnosis.slurm import diagnose_slurm
+from bot.diagnosis.service import TargetNotFound, diagnose
 from bot.evidence.findings import CollectorOutcome, Observation
 
 pytestmark = [
@@ -215,7 +215,7 @@ def test_partition_limits_are_named_when_a_job_asks_for_more_than_the_partition_
 
 def test_one_task_of_a_held_array_is_triaged_by_its_array_id(submit: Submit, backend: CliBackend) -> None:
     array_id = submit("--array=0-2", "-H")
-    report = diagnose_slurm(target=f"slurm:{array_id}_1", settings=load_settings())
+    report = diagnose(target=f"slurm:{array_id}_1", settings=load_settings())
     job = next(item for item in report.observations if item.kind == "slurm_job").fields
     assert (job["array_job_id"], job["array_task_id"]) == (array_id, "1")
     pending = next(item for item in report.observations if item.kind == "slurm_pending_reason").fields
@@ -249,9 +249,8 @@ def test_a_submission_slurm_rejects_leaves_no_job_and_triage_says_so(
     assert job.fields["category"] == "not_found"
     assert "rejected at submission" in job.text
     assert reports[0].outcome is CollectorOutcome.OK
-    verdict = diagnose_slurm(target="4000000000", settings=load_settings()).verdict
-    assert verdict.layer is None
-    assert "rejected at submission" in verdict.summary
+    with pytest.raises(TargetNotFound, match="rejected at submission"):  # the terminal exits 3, Slack says so
+        diagnose(target="4000000000", settings=load_settings())
 
 
 def test_a_failed_job_reports_its_exit_code_and_the_step_that_failed(
@@ -305,7 +304,7 @@ def test_a_running_job_lists_its_live_steps(submit: Submit, backend: CliBackend)
 
 def test_diagnose_slurm_returns_a_report_with_the_shared_schema(submit: Submit) -> None:
     job_id = submit("-H")
-    report = diagnose_slurm(target=f"slurm:{job_id}", settings=load_settings())
+    report = diagnose(target=f"slurm:{job_id}", settings=load_settings())
     data = report.to_dict(include_observations=True)
     assert data["target"] == f"slurm:{job_id}"
     assert data["target_kind"] == "slurm"
@@ -343,7 +342,7 @@ def test_nccl_errors_in_a_failed_jobs_output_are_placed_on_the_right_pair_of_hos
     )
     job_id = done.stdout.strip()
     wait_for(job_id, states={"FAILED", "COMPLETED"})
-    report = diagnose_slurm(target=job_id, settings=load_settings())
+    report = diagnose(target=job_id, settings=load_settings())
     observations = report.observations
     scope = next(item for item in observations if item.kind == "fabric_scope").fields
     assert (scope["scope"], scope["pair"]) == ("path-local", ["gpu-node-03", "gpu-node-07"])
@@ -364,7 +363,7 @@ def test_an_opt_in_gpu_probe_runs_inside_the_running_job_through_srun(
     job_id = submit("-p", "small", "-t", "5")
     wait_for(job_id, states={"RUNNING"})
     settings = load_settings(TRIAGE_NODE_PROBE_RUNNER="srun")
-    report = diagnose_slurm(target=job_id, settings=settings, probe_gpus=True)
+    report = diagnose(target=job_id, settings=settings, probe_gpus=True)
     health = [item for item in report.observations if item.kind == "gpu_health"]
     assert [(item.fields["node"], item.fields["product"], item.fields["status"]) for item in health] == [
         ("localhost", "NVIDIA H200", "ok")
@@ -376,7 +375,7 @@ def test_an_opt_in_gpu_probe_runs_inside_the_running_job_through_srun(
 def test_without_a_configured_runner_the_gpu_probe_is_skipped_and_said_so(submit: Submit) -> None:
     job_id = submit("-p", "small", "-t", "5")
     wait_for(job_id, states={"RUNNING"})
-    report = diagnose_slurm(
+    report = diagnose(
         target=job_id, settings=load_settings(TRIAGE_NODE_PROBE_RUNNER="off"), probe_gpus=True
     )
     assert any("gpu.probe" in line and "TRIAGE_NODE_PROBE_RUNNER" in line for line in report.not_checked)
@@ -392,5 +391,5 @@ def test_with_the_classifier_pending_jobs_land_in_the_scheduler_layer(
     pytest.importorskip("bot.diagnosis.classify", reason="the classifier is merged from another branch")
     job_id = submit(*options)
     wait_for(job_id, reason_not={"None", ""})
-    report = diagnose_slurm(target=job_id, settings=load_settings())
+    report = diagnose(target=job_id, settings=load_settings())
     assert report.verdict.layer is not None and report.verdict.layer.value == "scheduler"

@@ -79,7 +79,9 @@ def test_the_rest_backend_classifies_the_same_pending_reason_as_the_cli(token: s
     assert "Xid 79" in pending["node_reasons"]["gpu-absent-1"]
     assert placement["slurm_backend"] == "rest"
     assert placement["slurm_version"].startswith("22.05")
-    assert all(report.outcome is CollectorOutcome.OK for report in reports)
+    assert all(report.outcome is CollectorOutcome.OK for report in reports if report.name.startswith("slurm."))
+    dcgm = next(report for report in reports if report.name == "gpu.dcgm")
+    assert dcgm.outcome is CollectorOutcome.SKIPPED and "TRIAGE_PROMETHEUS_URL" in dcgm.detail
 
 
 def test_an_unknown_job_over_rest_is_reported_as_not_found(token: str) -> None:

@@ -58,7 +58,7 @@ class Hostile(http.server.BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client stopped reading: what we want
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         if "/log" in self.path:
             line = b"step 1200 loss 2.31 NCCL INFO all good\n"
             self._body((line * 1024 for _ in range(LOG_BYTES // (len(line) * 1024))), content_type="text/plain")

@@ -63,7 +63,7 @@ def test_an_idle_or_stalled_socket_is_closed_after_the_idle_timeout(slack_stand_
     limits = http_server.ServerLimits(idle_timeout_seconds=1)
     running = http_server.start_in_thread(wsgi_app=http_app(built), limits=limits)
     try:
-        with held_sockets(running.url, count=2, first_bytes=b"GET /healthz HTTP/1.1\r\n") as (stalled, other):
+        with held_sockets(running.url, count=2, first_bytes=b"GET /healthz HTTP/1.1\r\n") as (stalled, _other):
             stalled.settimeout(15)
             started = time.monotonic()
             assert stalled.recv(1024) == b""  # the server hung up

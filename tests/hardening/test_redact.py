@@ -183,7 +183,7 @@ def test_innocuous_evidence_is_left_exactly_as_it_was(text: str) -> None:
         ("PASSWORD_FILE", False), ("sort_key_order", False), ("tokenizer", False),
         ("PGPASSWORD", True), ("APITOKEN", True), ("SECRETKEY", True), ("dbpassword", True),
         ("client-key-data", True), ("AccountKey", True), ("certificate-authority-data", False),
-        ("monkey", False), ("hotkey", False), ("max_tokens", False),
+        ("monkey", False), ("hotkey", False),
     ],
 )  # fmt: skip
 def test_secret_names_are_told_from_names_about_secrets(name: str, secret: bool) -> None:

@@ -32,8 +32,8 @@ def test_a_token_in_a_slurm_jobs_output_is_redacted_on_the_terminal(tmp_path: Pa
     done = subprocess.run(
         ["sbatch", "--parsable", "-J", "triage-leak", "-o", str(output), "-e", str(output),
          f"--chdir={tmp_path}", "--wrap",
-         f"echo 'Traceback (most recent call last):'; echo 'RuntimeError: NCCL error: unhandled system error, "
-         f"token {TOKEN}'; echo 'CUDA error: out of memory {TOKEN}'; exit 3"],
+         (f"echo 'Traceback (most recent call last):'; echo 'RuntimeError: NCCL error: unhandled system error, "
+          f"token {TOKEN}'; echo 'CUDA error: out of memory {TOKEN}'; exit 3")],
         capture_output=True, text=True, timeout=15, check=True,
     )
     job_id = done.stdout.strip().split(";")[0]
