@@ -26,7 +26,6 @@ def _state(job_id: str) -> str:
     return next((item.split("=", 1)[1] for item in out.split() if item.startswith("JobState=")), "")
 
 
-@pytest.mark.xfail(strict=True, reason="until the one snapshot pipeline lands")
 def test_a_token_in_a_slurm_jobs_output_is_redacted_on_the_terminal(tmp_path: Path) -> None:
     output = tmp_path / "leaky-%j.out"
     done = subprocess.run(
