@@ -19,10 +19,10 @@ import requests
 from bot.config import Settings
 from bot.lab.demo import minimal_diagnoser
 from bot.lab.slack_api import BOT_TOKEN, SlackApiStandIn
+from bot.lab.slack_events import signature_headers
 from handlers.ops import server as http_server
 from handlers.slack.app import build_slack_bot, http_app
 from handlers.slack.services import Services
-from handlers.slack.signing import signature_headers
 from storage import db
 
 SECRET = "bench-secret"

@@ -33,7 +33,7 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from handlers.slack.signing import signature_headers  # after the path fix, for direct runs
+from bot.lab.slack_events import signature_headers  # after the path fix, for direct runs
 
 SIGNING_SECRET = "bench-signing-secret-0123456789"
 TEAM_ID = "T0LAB"

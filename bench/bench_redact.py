@@ -35,6 +35,11 @@ def main() -> None:
     _measure("hostile: 'a:' repeated", "a:" * (cap // 2), rounds=5)
     _measure("hostile: 'password=' repeated", "password=" * (cap // 9), rounds=5)
     _measure("hostile: unterminated PEM", "-----BEGIN PRIVATE KEY-----" + "A" * cap, rounds=5)
+    _measure("hostile: 'mysql ' repeated", ("mysql " * (cap // 6))[:cap], rounds=5)
+    _measure("hostile: 'curl -u a:' repeated", ("curl -u a:" * (cap // 10))[:cap], rounds=5)
+    _measure("hostile: 'machine x password' rep.", ("machine x password " * (cap // 19))[:cap], rounds=5)
+    _measure("hostile: 'eyJ' repeated", ("eyJ" * (cap // 3))[:cap], rounds=5)
+    _measure("hostile: one 256 KiB word", "a" * cap, rounds=5)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -20,6 +20,8 @@ class SnapshotBounds(BaseSettings):
     max_log_bytes_per_container: int = Field(default=16_384, ge=256, le=10_000_000)
     max_log_lines_per_container: int = Field(default=200, ge=1, le=100_000)
     max_total_evidence_bytes: int = Field(default=262_144, ge=1_024, le=100_000_000)
+    # Bytes read from any one API response, counted while it streams in (a server may ignore `limit`).
+    max_response_bytes: int = Field(default=8_388_608, ge=65_536, le=1_000_000_000)
     max_concurrency: int = Field(default=8, ge=1, le=64)
 
 
@@ -41,8 +43,13 @@ class Settings(BaseSettings):
     # Storage
     database_url: str = Field(default="sqlite:///./triage.db", alias="DATABASE_URL")
 
-    # Server
+    # Server (waitress): worker threads, open connections, how long an idle or stalled client may hold one,
+    # and the largest request body (Slack's payloads are a few KB).
     port: int = Field(default=3000, alias="PORT")
+    http_threads: int = Field(default=8, ge=1, le=256, alias="TRIAGE_HTTP_THREADS")
+    http_connection_limit: int = Field(default=1000, ge=10, le=100_000, alias="TRIAGE_HTTP_CONNECTION_LIMIT")
+    http_idle_timeout_seconds: int = Field(default=10, ge=1, le=3600, alias="TRIAGE_HTTP_IDLE_TIMEOUT_SECONDS")
+    http_max_body_bytes: int = Field(default=1_048_576, ge=65_536, le=104_857_600, alias="TRIAGE_HTTP_MAX_BODY_BYTES")
     instance_id: str = Field(default="", alias="TRIAGE_INSTANCE_ID")
 
     # Kubernetes
@@ -60,6 +67,8 @@ class Settings(BaseSettings):
     prometheus_url: str | None = Field(default=None, alias="TRIAGE_PROMETHEUS_URL")
     node_probe_runner: str = Field(default="off", alias="TRIAGE_NODE_PROBE_RUNNER")  # off | k8s-debug | srun
     node_probe_image: str | None = Field(default=None, alias="TRIAGE_NODE_PROBE_IMAGE")  # k8s-debug pod image
+    # Where k8s-debug creates its probe pods (the chart's nodeProbe RBAC grants pod create/delete there only).
+    node_probe_namespace: str = Field(default="default", alias="TRIAGE_NODE_PROBE_NAMESPACE")
 
     # Scheduling
     scheduler_enabled: bool = Field(default=True, alias="TRIAGE_SCHEDULER_ENABLED")
@@ -69,6 +78,12 @@ class Settings(BaseSettings):
     shutdown_grace_seconds: float = Field(default=25.0, ge=0, alias="TRIAGE_SHUTDOWN_GRACE_SECONDS")
 
     bounds: SnapshotBounds = Field(default_factory=SnapshotBounds)
+
+    @field_validator("slack_bot_token", "slack_signing_secret", "slack_app_token", "slurm_rest_token", mode="before")
+    @classmethod
+    def _blank_secret_is_no_secret(cls, value: object) -> object:
+        """A secret of spaces is no secret: treated as unset, so `serve` refuses to start without one."""
+        return (value.strip() or None) if isinstance(value, str) else value
 
     @property
     def admin_user_ids(self) -> frozenset[str]:

@@ -108,6 +108,12 @@ def current_revision(*, engine: Engine) -> str | None:
 
 
 def ping(*, engine: Engine) -> None:
-    """Raise if the database cannot answer a trivial query (readiness)."""
+    """Raise unless the database answers from its migrated schema (readiness). A deleted SQLite file still
+    answers `SELECT 1` on a pooled connection (its inode lives on) and a new connection would create an
+    empty file, so for SQLite the file must exist and the schema must be there."""
+    database = engine.url.database
+    on_file = engine.url.get_backend_name() == "sqlite" and database and database != ":memory:"
+    if on_file and not Path(str(database)).is_file():
+        raise DatabaseUnavailable(f"the SQLite file {database} is gone")
     with engine.connect() as connection:
-        connection.execute(sqlalchemy.text("SELECT 1"))
+        connection.execute(sqlalchemy.text("SELECT 1 FROM alembic_version"))

@@ -9,6 +9,7 @@ from datetime import date, datetime
 
 from bot.changes.service import ChangeError
 from bot.evidence.findings import utcnow
+from bot.evidence.text import printable
 from storage.db import Engine, session_scope
 from storage.repositories import prevention as prevention_repo
 from storage.tables import records as tables
@@ -99,6 +100,7 @@ class PreventionService:
         actor: str,
     ) -> PreventionView:
         """Record one prevention action."""
+        description, guardrail_check = printable(description), printable(guardrail_check)
         if not description.strip() or not guardrail_check.strip() or not owner.strip():
             raise ChangeError("A prevention action needs a description, an owner and a guardrail check.")
         row = tables.PreventionAction(

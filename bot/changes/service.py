@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from bot.evidence.findings import utcnow
+from bot.evidence.text import printable
 from storage.db import Engine, Session, session_scope
 from storage.repositories import changes as change_repo
 from storage.tables import records as tables
@@ -189,7 +190,7 @@ def parse_change_text(*, text: str) -> ChangeDraft:
 
 
 def _required(*, name: str, value: str, limit: int) -> str:
-    cleaned = (value or "").strip()
+    cleaned = printable(value or "").strip()
     if not cleaned:
         raise ChangeError(f"The {name} is required.")
     if len(cleaned) > limit:
@@ -245,7 +246,7 @@ class ChangeService:
             rollback_plan=_required(name="rollback plan", value=rollback_plan, limit=2000),
             approved_by=(approved_by or "").strip()[:200],
             proposed_by=proposed_by,
-            unit=(unit or "").strip()[:40],
+            unit=printable(unit or "").strip()[:40],
             baseline=baseline,
             threshold=threshold,
             higher_is_better=higher_is_better,

@@ -10,9 +10,11 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import json
+import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from bot.config import SnapshotBounds
 from bot.evidence.findings import CollectorOutcome, CollectorReport, Observation
@@ -216,12 +218,45 @@ def _run_step(step: Step, sink: Sink) -> tuple[CollectorOutcome, str]:
     return (CollectorOutcome.PARTIAL if sink.truncated else CollectorOutcome.OK), ""
 
 
+class _DaemonPool:
+    """A bounded pool of daemon threads. A step still blocked on a server when the deadline passes is
+    abandoned without holding the process open: ThreadPoolExecutor's threads are joined at interpreter exit,
+    so one stuck read kept `triage-bot triage job` alive long past its deadline."""
+
+    def __init__(self, *, workers: int, prefix: str) -> None:
+        self._work: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._serve, name=f"{prefix}_{index}", daemon=True)
+                         for index in range(workers)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._work.put((future, fn, args))
+        return future
+
+    def shutdown(self, *, wait: bool = False, cancel_futures: bool = True) -> None:
+        """Idle workers leave at once; busy ones finish their step (or are abandoned with the process)."""
+        del wait, cancel_futures  # never waits; queued steps are cancelled by the caller's futures
+        for _ in self._threads:
+            self._work.put(None)
+
+    def _serve(self) -> None:
+        while (item := self._work.get()) is not None:
+            future, fn, args = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on the future
+                future.set_exception(exc)
+
+
 def run_snapshot(*, stages: Sequence[Stage], budget: Budget) -> SnapshotResult:
     """Run stages in order, each stage's steps concurrently, never past the budget's deadline."""
     tallies: dict[str, _Tally] = {}
     observations: list[Observation] = []
-    executor = concurrent.futures.ThreadPoolExecutor(max_workers=budget.bounds.max_concurrency,
-                                                     thread_name_prefix="snapshot")
+    executor = _DaemonPool(workers=budget.bounds.max_concurrency, prefix="snapshot")
     try:
         for stage in stages:
             if budget.remaining() <= 0.01:
@@ -241,7 +276,7 @@ def run_snapshot(*, stages: Sequence[Stage], budget: Budget) -> SnapshotResult:
                           elapsed_ms=budget.elapsed_ms())
 
 
-def _run_stage(*, steps: list[Step], budget: Budget, executor: concurrent.futures.Executor,
+def _run_stage(*, steps: list[Step], budget: Budget, executor: _DaemonPool,
                tallies: dict[str, _Tally], observations: list[Observation]) -> None:
     started = time.monotonic()
     running: dict[concurrent.futures.Future[tuple[CollectorOutcome, str]], tuple[Step, Sink]] = {}

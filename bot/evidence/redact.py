@@ -1,12 +1,13 @@
 """Redact collected evidence before it is stored or posted, so a snapshot never leaks a credential.
 
 Evidence comes from pod specs, events, logs and scontrol output; any of them can carry a token.
-Two layers work together:
+Two layers work together, both listed in the catalogue (`bot/evidence/detectors.py`):
 
-- value patterns that recognise a secret by its shape wherever it appears (Slack/GitHub/Hugging Face
-  tokens, AWS and GCP keys, JWTs, PEM private keys, passwords in URLs, bearer headers);
-- name rules that recognise a secret by the name it is stored under (`DB_PASSWORD=...`,
-  `"api_key": "..."`, `- name: HF_TOKEN / value: ...`, environment dicts).
+- detectors that recognise a secret by its shape wherever it appears (Slack/GitHub/GitLab/Hugging Face/
+  NGC tokens, AWS and GCP keys, JWTs, PEM private keys, passwords in URLs, bearer headers) or by the
+  command line it is given on (`mysql -p...`, `sshpass -p`, `redis-cli -a`, `docker login -p`, netrc);
+- name rules that recognise a secret by the name it is stored under (`DB_PASSWORD=...`, `PGPASSWORD=...`,
+  `"api_key": "..."`, `- name: HF_TOKEN / value: ...`, `client-key-data:`, environment dicts).
 
 Every function is pure and idempotent: redacting twice gives the same text as redacting once.
 """
@@ -19,36 +20,17 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from bot.evidence import findings, report
+from bot.evidence import detectors, findings, report
 
-REDACTED = "[REDACTED]"
+REDACTED = detectors.REDACTED
 
-# --- Secrets recognised by their shape -----------------------------------------------------------
+# --- Secrets recognised by their shape: the catalogue (bot/evidence/detectors.py) ----------------------------
 
 # PEM private keys: the whole block; a block cut short by the evidence byte cap is redacted to the end.
 _PEM_PRIVATE_KEY = re.compile(
     r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK|)-----"
     r"(?:.*?-----END \1PRIVATE KEY\2-----|.*\Z)",
     re.DOTALL,
-)
-_SHAPED_SECRETS: tuple[re.Pattern[str], ...] = (
-    re.compile(
-        r"(?<![A-Za-z0-9-])x(?:ox[abposre]|app)-[A-Za-z0-9-]{8,}"
-    ),  # Slack bot/user/app/refresh tokens
-    re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+"),
-    re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}"),  # GitHub tokens
-    re.compile(r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{40,}"),  # GitHub fine-grained tokens
-    re.compile(r"(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20,}"),  # GitLab tokens
-    re.compile(r"hf_[A-Za-z0-9]{30,}"),  # Hugging Face tokens
-    re.compile(
-        r"(?<![A-Za-z0-9_-])sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"
-    ),  # OpenAI / Anthropic style API keys
-    re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{16}"),  # AWS key ids
-    re.compile(r"AIza[0-9A-Za-z_-]{35}"),  # Google API keys
-    re.compile(r"(?<![A-Za-z0-9_-])ya29\.[0-9A-Za-z_-]{20,}"),  # Google OAuth access tokens
-    re.compile(
-        r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"
-    ),  # JWTs (Slurm, k8s SA)
 )
 # AWS secret access keys have no prefix: 40 base64 characters; we require mixed case and a digit so
 # git SHAs (lowercase hex) and ordinary words are left alone.
@@ -67,45 +49,20 @@ _COOKIE = re.compile(r"(?im)^(\s*(?:set-)?cookie\s*:\s*)(?!\[REDACTED\]).+$")
 
 # --- Secrets recognised by the name they are stored under ----------------------------------------
 
-# Name segments that mark a secret wherever they appear in the name.
-_ALWAYS_SECRET_SEGMENTS = frozenset(
-    {
-        "secret", "secrets", "password", "passwords", "passwd", "pwd", "pass", "passphrase",
-        "credential", "credentials", "jwt", "apikey", "privatekey", "signature", "sig",
-    }
-)  # fmt: skip
-# Segments that mark a secret only as the last word of the name: `GITHUB_TOKEN`, `api_key`,
-# but not `max_tokens`, `token_count` or `sort_key_order`.
-_TRAILING_SECRET_SEGMENTS = frozenset({"token", "key", "auth", "cookie", "dsn"})
-# A last word that says the value is *about* a secret, not the secret: `secretName`, `PASSWORD_FILE`.
-_METADATA_SEGMENTS = frozenset(
-    {
-        "name", "names", "ref", "refs", "keyref", "id", "ids", "path", "file", "dir", "mount",
-        "volume", "provider", "type", "count", "length", "len", "size", "ttl", "expiry", "expires",
-        "expiration", "version", "policy", "mode", "enabled", "required", "source", "namespace",
-    }
-)  # fmt: skip
-# Environment names that contain a secret-looking word but are known to hold none.
-_INNOCUOUS_ENV_NAMES = frozenset({"TOKENIZERS_PARALLELISM", "KEYBOARD", "KEYMAP"})
-_ENV_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "JWT", "AUTH")
-
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEGMENT_SPLIT = re.compile(r"[^A-Za-z0-9]+")
 
 # `name=value` / `name="value"` (env, query strings, CLI), `name: value` / `"name": "value"` (YAML,
 # JSON, headers, `kubectl describe`), and `--name value` (command lines). Only the name and separator
-# are matched by a search; the value is measured afterwards, and only for secret names, so scanning
-# stays linear however hostile the text.
-_NAME = (
-    r"(?<![A-Za-z0-9_.-])"
-    # Cheap pre-filter inside the regex engine: the name must contain a secret-looking word at all.
-    r"(?=-{0,2}[A-Za-z0-9_.-]{0,100}?(?i:secret|pass|pwd|cred|jwt|key|token|auth|cookie|dsn|sig))"
-    r"(-{0,2}[A-Za-z_][A-Za-z0-9_.-]{0,100})"
-)
+# are matched by a search (a name starts where no name character precedes it, so each is scanned once);
+# the value is measured afterwards, and only for secret names, so scanning stays linear however hostile
+# the text.
+_NAME = r"(?<![A-Za-z0-9_.-])(-{0,2}[A-Za-z_][A-Za-z0-9_.-]{0,100})"
 # A quoted value ends at its closing quote, or at the end of the line when the evidence cap cut it.
 _QUOTED = r""""(?:[^"\\\r\n]|\\.)*+(?:"|(?=[\r\n])|\Z)|'[^'\r\n]*+(?:'|(?=[\r\n])|\Z)"""
 _KEY_ASSIGN = re.compile(_NAME + r"""(["']?[ \t]*([:=])[ \t]*)""")
-_FLAG_SPACE = re.compile(r"(?<![A-Za-z0-9_.-])(--[A-Za-z_][A-Za-z0-9_.-]{0,100})([ \t]+)(?=[^\s-])")
+# Starts with the literal `--` (fast prefix search); the lookbehind after it keeps `a--b` out.
+_FLAG_SPACE = re.compile(r"(--(?<![A-Za-z0-9_.-]--)[A-Za-z_][A-Za-z0-9_.-]{0,100})([ \t]+)(?=[^\s-])")
 _VALUE_AFTER_EQUALS = re.compile(_QUOTED + r"""|[^\s,;&"'<>{}\[\]()]++""")
 _VALUE_AFTER_COLON = re.compile(_QUOTED + r"""|[^\s,"'{}\[\]][^\r\n,"'{}]*+""")
 _VALUE_AFTER_FLAG = re.compile(r"\S++")
@@ -127,26 +84,33 @@ def _segments(name: str) -> list[str]:
 
 @functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
-    """Whether a field, flag or variable called `name` probably holds a credential."""
+    """Whether a field, flag or variable called `name` probably holds a credential (the catalogue's words)."""
     words = _segments(name)
-    if not words or words[-1] in _METADATA_SEGMENTS:
+    if not words or words[-1] in detectors.METADATA_SEGMENTS:
         return False
     joined = "_".join(words)
-    if "private_key" in joined or "secret_access_key" in joined or "client_secret" in joined:
+    if any(part in joined for part in detectors.SECRET_NAME_PARTS):
         return True
-    if any(word in _ALWAYS_SECRET_SEGMENTS for word in words):
+    if any(word in detectors.ALWAYS_SECRET_SEGMENTS for word in words):
         return True
+    if any(glued in word for word in words for glued in detectors.GLUED_SECRET_WORDS):
+        return True  # PGPASSWORD, dbpassword, SECRETKEY
     if words == ["key"]:
         return False  # tolerations, secretKeyRef and label selectors all have a plain `key:`
-    return words[-1] in _TRAILING_SECRET_SEGMENTS
+    last = words[-1]
+    return (
+        last in detectors.TRAILING_SECRET_SEGMENTS
+        or last in detectors.GLUED_SECRET_KEYS
+        or last.endswith(detectors.GLUED_SECRET_SUFFIXES)
+    )
 
 
 def is_secret_env_name(name: str) -> bool:
     """Environment variables: any name containing TOKEN, SECRET, PASSWORD, KEY, CREDENTIAL..."""
     upper = name.upper()
-    if upper in _INNOCUOUS_ENV_NAMES:
+    if upper in detectors.INNOCUOUS_ENV_NAMES:
         return False
-    return is_secret_name(name) or any(word in upper for word in _ENV_SECRET_WORDS)
+    return is_secret_name(name) or any(word in upper for word in detectors.ENV_SECRET_WORDS)
 
 
 def _is_already_redacted(value: str) -> bool:
@@ -219,20 +183,23 @@ def _replace_authorization(match: re.Match[str]) -> str:
     return f"{match.group(1)}{scheme}{REDACTED}"
 
 
-# Literal hints: a pattern only runs when its hint occurs in the text (a C-speed substring test),
-# so clean evidence pays for a handful of `in` checks instead of a dozen regex scans.
-_SHAPED_HINTS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
-    zip(
-        (
-            ("xox", "xapp-"), ("hooks.slack.com",), ("hp_", "ho_", "hu_", "hs_", "hr_"), ("github_pat_",),
-            ("glpat-",), ("hf_",), ("sk-",), ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA",
-            "ANVA", "AROA", "APKA"), ("AIza",), ("ya29.",), ("eyJ",),
-        ),
-        _SHAPED_SECRETS,
-        strict=True,
-    )
-)  # fmt: skip
-_NAME_HINTS = ("secret", "pass", "pwd", "cred", "jwt", "key", "token", "auth", "cookie", "dsn", "sig")
+def _replace_detected(match: re.Match[str]) -> str:
+    """The whole match, or only its `secret` group, as REDACTED (the context stays for the responder)."""
+    if "secret" not in match.re.groupindex or match.start("secret") < 0:
+        return REDACTED
+    start, end = match.span("secret")
+    whole = match.group(0)
+    offset = match.start(0)
+    return whole[: start - offset] + REDACTED + whole[end - offset :]
+
+
+def _catalogue(text: str, lowered: str) -> str:
+    """Every catalogue detector whose literal hint occurs in the text."""
+    for detector in detectors.CATALOGUE:
+        haystack = lowered if detector.lower_hints else text
+        if not detector.hints or any(hint in haystack for hint in detector.hints):
+            text = detector.pattern.sub(_replace_detected, text)
+    return text
 
 
 def redact_text(text: str) -> str:
@@ -249,10 +216,8 @@ def redact_text(text: str) -> str:
         out = _BARE_BEARER.sub(_replace_bare_bearer, out)
     if "://" in out:
         out = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(3)}", out)
-    for hints, pattern in _SHAPED_HINTS:
-        if any(hint in out for hint in hints):
-            out = pattern.sub(REDACTED, out)
-    if any(hint in lowered for hint in _NAME_HINTS):
+    out = _catalogue(out, lowered)
+    if any(hint in lowered for hint in detectors.NAME_HINTS):
         if '"name"' in out:
             out = _ENV_ENTRY_JSON.sub(_replace_env_entry, out)
         if "name:" in out:

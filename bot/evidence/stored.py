@@ -70,3 +70,50 @@ def fabric_evidence(*, observations: Iterable[Observation], subject: str, max_ev
     scope = next((item.fields for item in found if item.kind == "fabric_scope"), None)
     events = tuple(item for item in found if item.kind == "nccl_error")
     return FabricEvidence(scope=scope, events=events, hosts_with_logs=tuple(sorted(logs)))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ProbePlan:
+    """Which nodes a probe may reach: only nodes the scheduler placed the workload on, never a host that
+    only a log line names (log text is the workload's, and the workload can write any host name)."""
+
+    nodes: tuple[str, ...]  # to probe: implicated by the logs and in the scheduler's record
+    ran_on: tuple[str, ...]  # every node the scheduler's record places the workload on
+    refused: tuple[str, ...]  # implicated by the logs, but not a node the workload ran on
+
+
+def scheduled_nodes(observations: Iterable[Observation]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """(nodes the workload ran on, pod name -> node) from the scheduler's own record in a snapshot: a pod's
+    `spec.nodeName` (kind `pod_phase`) and a Slurm job's allocated nodes (kind `slurm_job`, `nodes`)."""
+    nodes: dict[str, None] = {}
+    pods: dict[str, str] = {}
+    for item in observations:
+        if item.kind == "pod_phase" and item.source == "kubernetes":
+            node = str(item.fields.get("node") or "").strip()
+            if node:
+                nodes.setdefault(node, None)
+                pods[item.subject.rsplit("/", 1)[-1]] = node
+        elif item.kind == "slurm_job" and item.source == "slurm":
+            for node in item.fields.get("nodes") or ():
+                if str(node).strip():
+                    nodes.setdefault(str(node).strip(), None)
+    return tuple(nodes), pods
+
+
+def probe_plan(*, observations: Iterable[Observation], scope: Mapping[str, Any] | None, limit: int) -> ProbePlan:
+    """The nodes to probe for a fabric scope: the implicated hosts (the pair, else the suspect, else all)
+    that the scheduler's record shows the workload ran on (a pod name in an NCCL prefix maps to its node)."""
+    ran_on, pods = scheduled_nodes(list(observations))
+    implicated: list[str] = []
+    if scope:
+        named = scope.get("pair") or ([scope["suspect_host"]] if scope.get("suspect_host") else scope.get("hosts"))
+        implicated = [str(host) for host in named or ()]
+    chosen: dict[str, None] = {}
+    refused: dict[str, None] = {}
+    for host in implicated:
+        node = host if host in ran_on else pods.get(host)
+        if node is None:
+            refused.setdefault(host, None)
+        elif len(chosen) < limit:
+            chosen.setdefault(node, None)
+    return ProbePlan(nodes=tuple(chosen), ran_on=ran_on, refused=tuple(refused))

@@ -9,6 +9,8 @@ Rules (SECURITY.md states them with the tests that prove them):
 - Cluster reads (snapshots, re-runs, comparisons, probes, scheduled re-validation): with an allow-list
   configured, only listed users and the bot's own identity (alert intake); everyone otherwise.
 - Notes, changes, measurements, handoffs, postmortems and prevention: anyone on the incident.
+- Where: an incident is worked on in its own channel; a key typed in another channel reads and changes
+  nothing there, and `/triage list` shows the channel's own incidents (admins see and act everywhere).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
+from bot import markup
 from bot.evidence.findings import Layer
 from bot.incidents.errors import IncidentError
 
@@ -91,6 +94,23 @@ class Policy:
         raise PermissionRefused(
             f"Only the {len(self.snapshot_allowed)} responder(s) on this workspace's snapshot allow-list may "
             f"{what}, and <@{actor}> is not on it. Ask an on-call responder."
+        )
+
+    def may_see(self, *, actor: str, incident_channel: str, from_channel: str) -> bool:
+        """An incident is visible from its own channel, or to an admin."""
+        return incident_channel == from_channel or self.is_admin(actor)
+
+    def require_same_channel(self, *, actor: str, incident_key: str, incident_channel: str, from_channel: str) -> None:
+        """Refuse a command that names another channel's incident: it may be private, and its thread is the
+        place to work on it."""
+        if self.may_see(actor=actor, incident_channel=incident_channel, from_channel=from_channel):
+            return
+        raise PermissionRefused(
+            markup.format(
+                "{} is worked on in its own channel ({}); run the command there.",
+                incident_key,
+                markup.channel(incident_channel),
+            )
         )
 
     def may_command(self, *, actor: str, commanders: Iterable[str]) -> bool:

@@ -16,6 +16,7 @@ from bot.config import Settings
 from bot.evidence import findings, redact
 from bot.evidence.report import Diagnoser, SnapshotReport
 from bot.evidence.targets import Target, parse_target
+from bot.evidence.text import printable
 from bot.incidents import policy as rulebook
 from bot.incidents.errors import IncidentError, IncidentNotFound
 from bot.incidents.policy import BOT_ACTOR, MULTI_HOLDER_ROLES, Policy
@@ -271,8 +272,8 @@ class IncidentService:
             return self._view(session, incident)
 
     def add_note(self, *, incident_key: str, text: str, actor: str) -> TimelineItem:
-        """Add a free-text note to the timeline."""
-        body = text.strip()
+        """Add a free-text note to the timeline (control, bidi and invisible characters shown as `?`)."""
+        body = printable(text).strip()
         if not body:
             raise IncidentError("The note is empty. Type `/triage note <what you saw or did>`.")
         if len(body) > MAX_NOTE_CHARS:

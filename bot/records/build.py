@@ -18,6 +18,7 @@ from typing import Any
 
 import jinja2
 
+from bot import markup
 from bot.changes.prevention import PreventionView
 from bot.changes.service import ChangeState, ChangeView
 from bot.evidence.findings import _plain, utcnow
@@ -355,7 +356,7 @@ def build_handoff(*, data: IncidentData, now: datetime | None = None) -> Handoff
         owner_role=owner[0] if owner else None,
         commander=_role(data, "commander"),
         other_roles=tuple(
-            f"{item.role}: <@{item.user}>"
+            markup.format("{}: {}", item.role, markup.mention(item.user))
             for item in data.roles
             if item.role != "commander" and (item.role, item.user) != owner
         ),
@@ -481,12 +482,14 @@ def _utc(value: object) -> str:
     return str(value)
 
 
-def _environment() -> jinja2.Environment:
+def _environment(*, escaped: bool = False) -> jinja2.Environment:
+    """The templates' environment; `escaped` passes every value through `markup.escape` (Slack text)."""
     folder = resources.files("templates")
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(folder)),
         undefined=jinja2.StrictUndefined,
         autoescape=False,  # Markdown, not HTML
+        finalize=markup.escape if escaped else None,
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -500,6 +503,12 @@ def _environment() -> jinja2.Environment:
 def render_handoff(*, record: HandoffRecord) -> str:
     """The handoff as Markdown."""
     return _environment().get_template("handoff.md.j2").render(r=record)
+
+
+def render_handoff_mrkdwn(*, record: HandoffRecord) -> markup.Mrkdwn:
+    """The handoff as a Slack message: the template is the bot's markup (its mentions stay live), every
+    value in it (notes, evidence, workload text) is escaped, so nothing a workload or user wrote is live."""
+    return markup.Mrkdwn(_environment(escaped=True).get_template("handoff.md.j2").render(r=record))
 
 
 def render_postmortem(*, record: PostmortemRecord) -> str:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from datetime import date, datetime, timedelta
 from typing import Any, Protocol
 
+from bot import markup
 from bot.changes.prevention import OPEN, PreventionService
 from bot.changes.service import ChangeState, ChangeView
 from bot.schedule.store import Button, Notifier, TaskContext, TaskHandler, TaskStore
@@ -220,21 +221,26 @@ def build_handlers(
             )
             return {"skipped": "updated recently", "last_update_at": thread.last_update_at.isoformat()}
         who = (
-            f"<@{thread.owner}>"
+            markup.mention(thread.owner)
             if thread.owner
-            else "Nobody owns this incident yet: commander, please `/triage assign`."
+            else markup.Mrkdwn("Nobody owns this incident yet: commander, please `/triage assign`.")
         )
         if thread.unowned_layer:
-            who += (
-                f" The failing layer ({thread.unowned_layer}) has no owner: "
-                f"`/triage assign @someone owner:{thread.unowned_layer}`."
+            who += markup.format(
+                " The failing layer ({}) has no owner: `/triage assign @someone owner:{}`.",
+                thread.unowned_layer,
+                thread.unowned_layer,
             )
         notifier.post_thread(
             channel=thread.channel,
             thread_ts=thread.thread_ts,
-            text=(
-                f"{who} {thread.key} ({thread.severity}) is due an update: post what changed, what you see now "
-                f"and the next action. Next reminder in {int(interval.total_seconds() // 60)} min."
+            text=markup.format(
+                "{} {} ({}) is due an update: post what changed, what you see now and the next action. "
+                "Next reminder in {} min.",
+                who,
+                thread.key,
+                thread.severity,
+                int(interval.total_seconds() // 60),
             ),
             buttons=(Button(label="Snooze 1h", action_id=SNOOZE_ACTION_ID, value=thread.key),),
         )
@@ -259,8 +265,13 @@ def build_handlers(
                 notifier.post_thread(
                     channel=thread.channel,
                     thread_ts=thread.thread_ts,
-                    text=f"Validation window {window} for change #{change.id}: no fresh snapshot could be taken "
-                    f"({error}). Re-run the failing comparison by hand and record it with `/triage measure`.",
+                    text=markup.format(
+                        "Validation window {} for change #{}: no fresh snapshot could be taken ({}). Re-run the "
+                        "failing comparison by hand and record it with `/triage measure`.",
+                        window,
+                        change.id,
+                        markup.of_error(error),
+                    ),
                 )
             return {"change_id": change.id, "window": window, "unavailable": str(error)}
         if outcome.still_reproduces:
@@ -273,7 +284,7 @@ def build_handlers(
             notifier.post_thread(
                 channel=thread.channel,
                 thread_ts=thread.thread_ts,
-                text=f"Validation window {window} for change #{change.id} ({change.variable}): {verdict}",
+                text=markup.format("Validation window {} for change #{} ({}): {}", window, change.id, change.variable, verdict),
             )
         return {
             "change_id": change.id,
@@ -295,33 +306,43 @@ def build_handlers(
         action = actions.get(action_id)
         if action is None or action.status != OPEN:
             return {"skipped": "action closed or gone"}
-        text = (
-            f"Prevention action #{action.id} from {action.incident_key} is due {action.due_on.isoformat()}: "
-            f"{action.description}. Done when this guardrail check passes: {action.guardrail_check}"
+        text = markup.format(
+            "Prevention action #{} from {} is due {}: {}. Done when this guardrail check passes: {}",
+            action.id,
+            action.incident_key,
+            action.due_on.isoformat(),
+            action.description,
+            action.guardrail_check,
         )
         notifier.post_direct(user=action.owner, text=text)
         thread = directory.thread(incident_key=action.incident_key)
         if thread is not None:
             notifier.post_thread(
-                channel=thread.channel, thread_ts=thread.thread_ts, text=f"<@{action.owner}> {text}"
+                channel=thread.channel, thread_ts=thread.thread_ts, text=markup.mention(action.owner) + " " + text
             )
         return {"reminded": action.owner}
 
     def weekly_digest(context: TaskContext) -> dict[str, Any] | None:
         """List overdue prevention actions of this channel's incidents, then queue next week's."""
         channel = str(context.job.payload["channel"])
-        by_channel: dict[str, list[str]] = defaultdict(list)
+        by_channel: dict[str, list[markup.Mrkdwn]] = defaultdict(list)
         for action in prevention.overdue(today=context.now.date()):
             thread = directory.thread(incident_key=action.incident_key)
             if thread is not None:
                 by_channel[thread.channel].append(
-                    f"- {action.incident_key} #{action.id} <@{action.owner}> due {action.due_on.isoformat()}: "
-                    f"{action.description}"
+                    markup.format(
+                        "- {} #{} {} due {}: {}",
+                        action.incident_key,
+                        action.id,
+                        markup.mention(action.owner),
+                        action.due_on.isoformat(),
+                        action.description,
+                    )
                 )
         lines = by_channel.get(channel, [])
         if lines:
             notifier.post_channel(
-                channel=channel, text="Overdue prevention actions this week:\n" + "\n".join(lines)
+                channel=channel, text=markup.format("Overdue prevention actions this week:\n{}", markup.lines(lines))
             )
         ensure_weekly_digest(store=context.store, channel=channel, now=context.now)
         return {"overdue": len(lines)}

@@ -12,6 +12,7 @@ import typer
 from bot.changes.prevention import PreventionService
 from bot.changes.service import ChangeService
 from bot.config import load_settings
+from bot.evidence.text import printable
 from bot.incidents.service import IncidentError
 from bot.records import build as records
 from bot.records import bundle
@@ -75,7 +76,7 @@ def register(app: typer.Typer) -> None:
             text, exported = records.render_postmortem(record=postmortem), postmortem.to_dict()
         if output_format is ExportFormat.JSON:
             text = json.dumps(exported, indent=2, sort_keys=True) + "\n"
-        typer.echo(text, nl=False)
+        typer.echo(printable(text), nl=False)  # workload and user text hold no terminal escapes
         if bundle_path is not None:
             names = bundle.write_bundle(data=data, path=bundle_path)
             typer.echo(f"Wrote {bundle_path} ({len(names)} files)", err=True)

@@ -97,9 +97,7 @@ def register(app: typer.Typer) -> None:
         """Opt-in: ib_write_bw between two nodes through the configured runner, against a baseline."""
         settings = load_settings()
         try:
-            runner = node_probe.make_runner(
-                setting=settings.node_probe_runner, image=settings.node_probe_image
-            )
+            runner = node_probe.runner_for(settings=settings)
             server_run, client_run = node_probe.run_pair_bandwidth(
                 runner=runner,
                 server=server,
@@ -141,9 +139,7 @@ def register(app: typer.Typer) -> None:
         """Opt-in: `ibstat` on one node through the configured runner; name ports down or below rate."""
         settings = load_settings()
         try:
-            runner = node_probe.make_runner(
-                setting=settings.node_probe_runner, image=settings.node_probe_image
-            )
+            runner = node_probe.runner_for(settings=settings)
             result = node_probe.run_on_node(
                 runner=runner, node=node, command=["ibstat"], allow=allow, time_cap_seconds=cap
             )

@@ -13,10 +13,12 @@ from typing import Any
 import waitress
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from bot.config import Settings
 from handlers.ops.paths import EVENTS_PATH
 
 log = logging.getLogger(__name__)
 
+MALFORMED = b'{"error":"malformed request"}'
 StartResponse = Callable[..., Any]
 WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 Check = Callable[[], None]
@@ -51,8 +53,9 @@ class Readiness:
         return out
 
 
-def make_wsgi_app(*, events: WSGIApp, readiness: Readiness, registry: CollectorRegistry) -> WSGIApp:
-    """Route Slack's request URL to the Slack edge and the operational endpoints to small handlers."""
+def make_wsgi_app(*, events: WSGIApp | None, readiness: Readiness, registry: CollectorRegistry) -> WSGIApp:
+    """Route Slack's request URL to the Slack edge and the operational endpoints to small handlers;
+    without `events` (no signing secret: Socket Mode) nothing is accepted on the request URL."""
 
     def respond(start_response: StartResponse, status: str, body: bytes, content_type: str) -> list[bytes]:
         start_response(status, [("Content-Type", content_type), ("Content-Length", str(len(body)))])
@@ -62,11 +65,21 @@ def make_wsgi_app(*, events: WSGIApp, readiness: Readiness, registry: CollectorR
         path = environ.get("PATH_INFO", "")
         method = environ.get("REQUEST_METHOD", "GET")
         if path == EVENTS_PATH and method == "POST":
+            if events is None:
+                return respond(
+                    start_response, "404 Not Found",
+                    b'{"error":"Slack events are not served over HTTP without SLACK_SIGNING_SECRET"}',
+                    "application/json",
+                )
             if not _signature_headers_well_formed(environ):
                 return respond(
                     start_response, "401 Unauthorized", b'{"error":"invalid request"}', "application/json"
                 )
-            return events(environ, start_response)
+            try:
+                return events(environ, start_response)
+            except Exception as error:  # noqa: BLE001 (a body the Slack adapter cannot even parse)
+                log.warning("refused a Slack request the adapter could not parse: %s", type(error).__name__)
+                return respond(start_response, "400 Bad Request", MALFORMED, "application/json")
         if path == "/healthz":
             return respond(start_response, "200 OK", b'{"status":"ok"}', "application/json")
         if path == "/readyz":
@@ -120,14 +133,51 @@ class RunningServer:
             self.thread.join(timeout=10)
 
 
-def create_server(*, wsgi_app: WSGIApp, host: str, port: int, threads: int = 8) -> Any:
-    """A waitress server bound to host:port (0 picks a free port)."""
-    return waitress.create_server(wsgi_app, host=host, port=port, threads=threads, ident="triage-bot")
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ServerLimits:
+    """What one client can hold: waitress's default of 100 connections, kept open two minutes when idle,
+    let about 100 idle sockets take `/healthz` and Slack's requests offline; these defaults do not."""
+
+    threads: int = 8
+    connection_limit: int = 1000
+    idle_timeout_seconds: int = 10
+    max_body_bytes: int = 1_048_576
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ServerLimits:
+        """TRIAGE_HTTP_THREADS, _CONNECTION_LIMIT, _IDLE_TIMEOUT_SECONDS, _MAX_BODY_BYTES."""
+        return cls(
+            threads=settings.http_threads,
+            connection_limit=settings.http_connection_limit,
+            idle_timeout_seconds=settings.http_idle_timeout_seconds,
+            max_body_bytes=settings.http_max_body_bytes,
+        )
 
 
-def start_in_thread(*, wsgi_app: WSGIApp, host: str = "127.0.0.1", port: int = 0) -> RunningServer:
+def create_server(*, wsgi_app: WSGIApp, host: str, port: int, limits: ServerLimits | None = None) -> Any:
+    """A waitress server bound to host:port (0 picks a free port). Idle and stalled clients are closed after
+    `idle_timeout_seconds` (checked at least every few seconds); poll() lifts select()'s 1024-socket ceiling."""
+    limits = limits or ServerLimits()
+    return waitress.create_server(
+        wsgi_app,
+        host=host,
+        port=port,
+        threads=limits.threads,
+        connection_limit=limits.connection_limit,
+        channel_timeout=limits.idle_timeout_seconds,
+        cleanup_interval=max(1, min(5, limits.idle_timeout_seconds // 2)),
+        max_request_body_size=limits.max_body_bytes,
+        max_request_header_size=65_536,
+        asyncore_use_poll=True,
+        ident="triage-bot",
+    )
+
+
+def start_in_thread(
+    *, wsgi_app: WSGIApp, host: str = "127.0.0.1", port: int = 0, limits: ServerLimits | None = None
+) -> RunningServer:
     """Serve in a daemon thread; returns once the socket is bound."""
-    server = create_server(wsgi_app=wsgi_app, host=host, port=port)
+    server = create_server(wsgi_app=wsgi_app, host=host, port=port, limits=limits)
     thread = threading.Thread(target=server.run, name="triage-bot-http", daemon=True)
     thread.start()
     return RunningServer(server=server, thread=thread, host=host, port=int(server.effective_port))

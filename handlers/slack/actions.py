@@ -14,6 +14,7 @@ from typing import Any
 from slack_bolt import Ack, App
 from slack_sdk import WebClient
 
+from bot import markup
 from bot.changes.service import ChangeError
 from bot.evidence.report import SnapshotUnavailable
 from bot.incidents.errors import IncidentError
@@ -21,7 +22,6 @@ from bot.schedule.tasks import SNOOZE_ACTION_ID, TaskKind
 from handlers.ops import logs
 from handlers.slack import replies
 from handlers.slack.blocks import changes as change_blocks
-from handlers.slack.blocks import common as blocks
 from handlers.slack.blocks import findings as findings_blocks
 from handlers.slack.commands.incident import POSTMORTEM_ACTION
 from handlers.slack.router import UsageError
@@ -51,7 +51,7 @@ def register(app: App, services: Services) -> None:
                 try:
                     work(body, client)
                 except (ChangeError, IncidentError, UsageError) as error:
-                    replies.ephemeral(client, channel=channel, user=user, text=str(error))
+                    replies.ephemeral(client, channel=channel, user=user, text=markup.of_error(error))
                 except Exception:
                     log.exception("button or form action failed")
                     replies.ephemeral(client, channel=channel, user=user, text=failure)
@@ -67,11 +67,16 @@ def register(app: App, services: Services) -> None:
     def on_rerun(body: dict[str, Any], client: WebClient) -> None:
         user, _channel = _where(body)
         incident = core.incidents.get(incident_key=str(body["actions"][0].get("value", "")))
-        replies.post(client, incident, text=f"<@{user}> asked for a fresh snapshot of `{incident.target}`…")
+        core.policy.require_cluster_read(actor=user, what="re-run snapshots")  # refused before anything is posted
+        replies.post(
+            client,
+            incident,
+            text=markup.format("{} asked for a fresh snapshot of `{}`…", markup.mention(user), incident.target),
+        )
         try:
             report = core.incidents.run_snapshot(incident_key=incident.key, settings=core.settings, actor=user)
         except SnapshotUnavailable as error:
-            replies.post(client, incident, text=f"No snapshot was taken: {blocks.quiet(str(error))}")
+            replies.post(client, incident, text=markup.format("No snapshot was taken: {}", str(error)))
             return
         replies.post_findings(client, incident=incident, report=report)
 
@@ -87,11 +92,12 @@ def register(app: App, services: Services) -> None:
         message = body.get("message") or {}
         if message.get("ts"):
             incident = core.incidents.get(incident_key=outcome.change.incident_key)
-            client.chat_update(
+            replies.update_message(
+                client,
                 channel=incident.channel_id,
-                ts=message["ts"],
+                ts=str(message["ts"]),
                 text=f"Change #{outcome.change.id}",
-                blocks=blocks.validate_blocks(change_blocks.change_blocks(change=outcome.change)),
+                blocks_=change_blocks.change_blocks(change=outcome.change),
             )
         replies.after_change_state(core=core, client=client, user=user, outcome=outcome)
 
@@ -115,7 +121,12 @@ def register(app: App, services: Services) -> None:
         replies.post(
             client,
             incident,
-            text=f"<@{body['user']['id']}> snoozed update reminders for {key} by 1 hour ({moved} reminder(s) moved).",
+            text=markup.format(
+                "{} snoozed update reminders for {} by 1 hour ({} reminder(s) moved).",
+                markup.mention(str(body["user"]["id"])),
+                key,
+                moved,
+            ),
         )
 
     def on_postmortem(body: dict[str, Any], client: WebClient) -> None:
@@ -153,7 +164,7 @@ def register(app: App, services: Services) -> None:
         replies.post(
             client,
             incident,
-            text=f"<@{user}> proposed change #{outcome.change.id}: {outcome.change.what}",
+            text=markup.format("{} proposed change #{}: {}", markup.mention(user), outcome.change.id, outcome.change.what),
             blocks_=change_blocks.change_blocks(change=outcome.change, warning=outcome.warning),
         )
 

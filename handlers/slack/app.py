@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy
-from slack_bolt import App, BoltContext
+from slack_bolt import App, BoltContext, BoltResponse
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import (
@@ -31,6 +32,8 @@ from handlers.slack.manifest import BOT_SCOPES  # noqa: F401 (the scopes this ap
 from handlers.slack.notifier import SlackNotifier
 from handlers.slack.services import Services
 from storage import db
+
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -105,6 +108,14 @@ def build_slack_bot(
     )
     metrics.watch_open_incidents(core.incidents.open_count_by_severity)
 
+    @app.error
+    def refuse_malformed(error: Exception) -> BoltResponse:
+        """A signed payload Bolt or a listener cannot read (a missing field, a wrong type) is refused with
+        400 and a one-line log, never a 500 with a traceback."""
+        log.warning("refused a signed Slack payload that could not be handled: %s: %s",
+                    type(error).__name__, str(error)[:200])
+        return BoltResponse(status=400, body=server.MALFORMED.decode(), headers={"content-type": "application/json"})
+
     @app.middleware
     def stamp_arrival(context: BoltContext, next: Callable[[], Any]) -> Any:
         context["received_at"] = time.monotonic()
@@ -138,6 +149,7 @@ def http_app(bot: SlackBot) -> WSGIApp:
     readiness = server.Readiness(
         checks={"database": database, "slack": slack, "scheduler": scheduler}, cached=frozenset({"slack"})
     )
-    return server.make_wsgi_app(
-        events=SlackRequestHandler(bot.app), readiness=readiness, registry=bot.services.metrics.registry
-    )
+    # Only a bot that verifies signatures takes Slack's requests over HTTP; without a signing secret
+    # (Socket Mode) the request URL accepts nothing, so no unsigned request can act as a user.
+    events = SlackRequestHandler(bot.app) if core.settings.slack_signing_secret else None
+    return server.make_wsgi_app(events=events, readiness=readiness, registry=bot.services.metrics.registry)

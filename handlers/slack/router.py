@@ -21,6 +21,7 @@ from slack_bolt import Ack, App, BoltContext, Respond
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from bot import markup
 from bot.changes.service import ChangeError
 from bot.evidence.report import SnapshotReport
 from bot.evidence.targets import InvalidTarget
@@ -36,8 +37,6 @@ log = logging.getLogger(__name__)
 
 COMMAND = "/triage"
 INCIDENT_KEY = re.compile(r"(?i)^INC-\d{1,9}$")
-# `<!channel>`, `<!here>`, `<!everyone>`, `<!subteam^...>`: the bot must never broadcast for a user.
-BROADCAST_MENTION = re.compile(r"<!(?:channel|here|everyone|subteam\^)[^>]*>?", re.IGNORECASE)
 USER_MENTION = re.compile(r"^<@([UW][A-Z0-9]{2,30})(?:\|[^>]*)?>$")
 
 
@@ -82,14 +81,22 @@ class CommandContext:
         """An explicit `INC-0042` first word, else the channel's open incident; plus the remaining text."""
         first, _, remainder = self.rest.strip().partition(" ")
         if INCIDENT_KEY.match(first):
-            incident, rest = self.services.incidents.get(incident_key=first.upper()), remainder.strip()
+            incident, rest = self.here(self.services.incidents.get(incident_key=first.upper())), remainder.strip()
         else:
             incident, rest = self.services.incidents.open_in_channel(channel_id=self.channel_id), self.rest.strip()
         logs.bind_incident(incident.key)
         return incident, rest
 
+    def here(self, incident: IncidentView) -> IncidentView:
+        """The incident, if this channel may work on it (the rulebook refuses another channel's)."""
+        self.services.core.policy.require_same_channel(
+            actor=self.user_id, incident_key=incident.key, incident_channel=incident.channel_id,
+            from_channel=self.channel_id,
+        )
+        return incident
+
     def reply_ephemeral(self, text: str, *, blocks_: Sequence[blocks.Block] | None = None) -> None:
-        """A message only the caller sees."""
+        """A message only the caller sees (plain `str` is data and shown escaped; compose with `markup`)."""
         replies.post_ephemeral(self.client, channel=self.channel_id, user=self.user_id, text=text, blocks_=blocks_)
 
     def post_in_thread(
@@ -130,9 +137,9 @@ def safe_echo(text: str, *, limit: int = 40) -> str:
 
 
 def defang(message: str) -> str:
-    """A message that quotes user input: control characters dropped, broadcast mentions disarmed."""
-    cleaned = "".join("?" if unicodedata.category(ch) in ("Cc", "Cf") else ch for ch in message)
-    return BROADCAST_MENTION.sub(lambda match: "&lt;" + match.group(0)[1:], cleaned)
+    """A refusal the bot wrote, as Slack shows it: control characters dropped, and no `<...>` but the
+    bot's own mentions live (`bot.markup`'s guard), so a broadcast or link a user typed stays text."""
+    return markup.render(markup.of_error(UsageError(message)))
 
 
 def route(*, subcommands: dict[str, Subcommand], text: str) -> tuple[Subcommand | None, str, str | None]:
@@ -145,13 +152,16 @@ def route(*, subcommands: dict[str, Subcommand], text: str) -> tuple[Subcommand 
         return (
             None,
             rest,
-            f"`{safe_echo(name, limit=30)}` is not a /triage subcommand. Try one of: {known}. `/triage help` explains each.",
+            defang(
+                f"`{safe_echo(name, limit=30)}` is not a /triage subcommand. Try one of: {known}. "
+                "`/triage help` explains each."
+            ),
         )
     if subcommand.check is not None:
         try:
             subcommand.check(rest.strip())
         except (UsageError, IncidentError) as error:
-            return None, rest, defang(str(error))
+            return None, rest, markup.render(markup.of_error(error))
     return subcommand, rest.strip(), None
 
 
@@ -238,18 +248,22 @@ def _execute_bound(
         subcommand.run(ctx)
     except (UsageError, IncidentError, InvalidTarget, ChangeError) as error:
         outcome = "user_error"
-        _tell(ctx, str(error))
+        _tell(ctx, markup.of_error(error))
     except SlackFailure as error:
         outcome = "slack_error"
-        _tell(ctx, str(error))
+        _tell(ctx, markup.of_error(error))
     except db.DatabaseUnavailable:
         outcome = "database_unavailable"
         log.warning("database unavailable during /triage %s", subcommand.name, exc_info=True)
         saved = f"{', '.join(ctx.touched)} is saved as it was" if ctx.touched else "Nothing was changed"
         _tell(
             ctx,
-            f"The incident database is unavailable for a moment, so `/triage {subcommand.name}` did not "
-            f"complete. {saved}; try again in a minute.",
+            markup.format(
+                "The incident database is unavailable for a moment, so `/triage {}` did not complete. {}; "
+                "try again in a minute.",
+                subcommand.name,
+                saved,
+            ),
         )
     except SlackApiError as error:
         outcome = "slack_error"
@@ -267,7 +281,9 @@ def _execute_bound(
         saved = f"{', '.join(ctx.touched)} is saved" if ctx.touched else "nothing was half-saved"
         _tell(
             ctx,
-            f"`/triage {subcommand.name}` failed; {saved}. Operators can find ref `{reference}` in the logs.",
+            markup.format(
+                "`/triage {}` failed; {}. Operators can find ref `{}` in the logs.", subcommand.name, saved, reference
+            ),
         )
     finally:
         services.metrics.count(subcommand=subcommand.name, outcome=outcome)
@@ -278,21 +294,25 @@ def _execute_bound(
 NOT_IN_CHANNEL_ERRORS = frozenset({"not_in_channel", "channel_not_found", "is_archived", "restricted_action"})
 
 
-def _slack_failure_text(ctx: CommandContext, *, code: str) -> str:
+def _slack_failure_text(ctx: CommandContext, *, code: str) -> markup.Mrkdwn:
     """What to tell the caller when a Slack call failed: what is saved, and what to do next."""
     saved = f"{', '.join(ctx.touched)} is saved" if ctx.touched else "What was saved stays saved"
     if code in NOT_IN_CHANNEL_ERRORS:
-        return (
-            f"I can't post in this channel ({code}). Invite me with `/invite @triage-bot` (or run the "
-            f"command in a channel I'm in), then run `/triage {ctx.name}` again. {saved}."
+        return markup.format(
+            "I can't post in this channel ({}). Invite me with `/invite @triage-bot` (or run the "
+            "command in a channel I'm in), then run `/triage {}` again. {}.",
+            code,
+            ctx.name,
+            saved,
         )
-    return f"Slack refused part of `/triage {ctx.name}` ({code}). {saved}; run the command again to retry."
+    return markup.format(
+        "Slack refused part of `/triage {}` ({}). {}; run the command again to retry.", ctx.name, code, saved
+    )
 
 
-def _tell(ctx: CommandContext, text: str) -> None:
+def _tell(ctx: CommandContext, text: markup.Mrkdwn) -> None:
     """Ephemeral reply; where the bot cannot post (a DM, a private channel it is not in), the
     command's response_url still reaches the caller."""
-    text = defang(text)
     try:
         ctx.reply_ephemeral(text)
         return
@@ -303,6 +323,6 @@ def _tell(ctx: CommandContext, text: str) -> None:
     if ctx.respond is None:
         return
     try:
-        ctx.respond(text=text, response_type="ephemeral", replace_original=False)
+        ctx.respond(text=replies.slack_text(text), response_type="ephemeral", replace_original=False)
     except Exception:
         log.warning("response_url reply failed too", exc_info=True)

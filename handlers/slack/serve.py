@@ -65,7 +65,9 @@ def run(*, port: int | None, host: str, migrate: bool) -> None:
     if settings.scheduler_enabled:
         core.scheduler.start()
     bind_port = port if port is not None else settings.port
-    server = http_server.create_server(wsgi_app=http_app(bot), host=host, port=bind_port)
+    server = http_server.create_server(
+        wsgi_app=http_app(bot), host=host, port=bind_port, limits=http_server.ServerLimits.from_settings(settings)
+    )
     stop = shutdown.stop_event_on_signals()
     serving = threading.Thread(target=server.run, name="triage-bot-http", daemon=True)
     serving.start()

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from bot import markup
 from bot.incidents.service import IncidentView, RoleView
 from handlers.slack.blocks import common as blocks
 
@@ -89,9 +90,9 @@ def test_builders_clip_instead_of_breaking_limits() -> None:
     assert len(blocks.button(text="b" * 100, action_id="a")["text"]["text"]) == blocks.MAX_BUTTON_TEXT
 
 
-def test_echoed_user_text_cannot_ping_a_channel_or_a_group() -> None:
+def test_echoed_user_text_cannot_ping_a_channel_a_group_or_a_person() -> None:
     text = "heads up <!channel> and <!here|here> and <!subteam^S0OPS|@oncall> cc <@U0BOB>"
-    quieted = blocks.quiet(text)
-    assert "<!" not in quieted
-    assert "<@U0BOB>" in quieted
-    assert "channel" in quieted and "oncall" in quieted
+    quieted = markup.render(markup.format("{} noted: {}", markup.mention("U0ALICE"), text))
+    assert "<!" not in quieted and "<@U0BOB>" not in quieted
+    assert quieted.startswith("<@U0ALICE> noted:")
+    assert "&lt;!channel&gt;" in quieted and "oncall" in quieted

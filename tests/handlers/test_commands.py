@@ -7,6 +7,7 @@ import pytest
 from handlers.slack import router as commands
 from handlers.slack.commands import incident as incident_subcommands
 from handlers.slack.commands import registry
+from tests.support.slack import shown
 
 SUBCOMMANDS = registry()
 
@@ -43,7 +44,7 @@ def test_route_finds_the_subcommand_and_its_arguments(text: str, name: str, rest
 def test_route_explains_what_to_type_for_bad_input(text: str, hint: str) -> None:
     subcommand, _rest, error = commands.route(subcommands=SUBCOMMANDS, text=text)
     assert subcommand is None and error is not None
-    assert hint in error
+    assert hint in shown(error)
 
 
 def test_assign_reads_escaped_mentions_with_or_without_a_name() -> None:

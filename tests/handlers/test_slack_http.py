@@ -10,7 +10,7 @@ import requests
 
 from bot.lab.slack_api import RecordedCall
 from handlers.slack.router import CommandContext, Subcommand
-from tests.support.slack import BotUnderTest, sign, slash_body
+from tests.support.slack import BotUnderTest, shown, sign, slash_body
 
 
 def _texts(calls: list[RecordedCall]) -> list[str]:
@@ -93,7 +93,7 @@ def test_an_unknown_subcommand_is_answered_in_the_ack_with_what_to_type(bot: Bot
 
 def test_a_malformed_job_id_is_answered_with_the_accepted_forms(bot: BotUnderTest) -> None:
     response = bot.command("job Bad_Namespace/x")
-    assert "invalid namespace" in response.text and "/triage job <id>" in response.text
+    assert "invalid namespace" in response.text and "/triage job <id>" in shown(response.text)
     assert "Traceback" not in response.text
     assert bot.services.incidents.list_open() == []
 
@@ -250,7 +250,7 @@ def test_every_subcommand_is_defined_once_and_help_lists_them_all(bot: BotUnderT
             "measure", "handoff", "postmortem", "resolve", "reopen", "severity", "prevent"} <= set(table)
     bot.command("help")
     (ephemeral,) = bot.slack.calls_to("chat.postEphemeral")
-    listed = json.dumps(ephemeral.params.get("blocks"))
+    listed = shown(json.dumps(ephemeral.params.get("blocks")))
     assert all(f"/triage {item.usage}" in listed for item in table.values())
 
 

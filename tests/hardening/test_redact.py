@@ -181,6 +181,9 @@ def test_innocuous_evidence_is_left_exactly_as_it_was(text: str) -> None:
         ("private_key", True), ("passwd", True), ("--token", True),
         ("max_tokens", False), ("token_count", False), ("secretName", False), ("secretKeyRef", False),
         ("PASSWORD_FILE", False), ("sort_key_order", False), ("tokenizer", False),
+        ("PGPASSWORD", True), ("APITOKEN", True), ("SECRETKEY", True), ("dbpassword", True),
+        ("client-key-data", True), ("AccountKey", True), ("certificate-authority-data", False),
+        ("monkey", False), ("hotkey", False),
     ],
 )  # fmt: skip
 def test_secret_names_are_told_from_names_about_secrets(name: str, secret: bool) -> None:
@@ -341,6 +344,11 @@ def test_long_hostile_inputs_are_handled() -> None:
         "password=" * 10_000,
         "-----BEGIN PRIVATE KEY-----" + "A" * 100_000,
         "x" * 200_000,
+        "mysql " * 20_000,
+        "curl -u a:" * 10_000,
+        "machine x password " * 5_000,
+        "eyJ" * 30_000,
+        "sshpass -p" * 10_000,
     ):
         once = redact.redact_text(text)
         assert redact.redact_text(once) == once

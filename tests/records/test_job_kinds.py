@@ -28,7 +28,7 @@ THREAD = IncidentThread(
     thread_ts="111.222",
     severity="critical",
     status="investigating",
-    owner="U_BOB",
+    owner="U0BOB",
 )
 
 
@@ -77,7 +77,7 @@ def test_a_reminder_fires_at_the_interval_offers_snooze_and_queues_the_next(worl
     world.clock.advance(timedelta(minutes=1))
     assert world.runner.run_due().ran == 1
     post = world.notifier.posts[-1]
-    assert post.where == "C1/111.222" and "<@U_BOB>" in post.text and "due an update" in post.text
+    assert post.where == "C1/111.222" and "<@U0BOB>" in post.text and "due an update" in post.text
     assert post.buttons[0].action_id == SNOOZE_ACTION_ID and post.buttons[0].value == "INC-0001"
     pending = [job for job in world.store.tasks(kind=TaskKind.UPDATE_REMINDER) if job.done_at is None]
     assert [job.due_at for job in pending] == [world.clock.now + timedelta(minutes=15)]
@@ -122,9 +122,9 @@ def _applied_change(world):
         metric="scheduled pods",
         rollback_plan="scale to 4",
         approved_by="U_LEAD",
-        proposed_by="U_BOB",
+        proposed_by="U0BOB",
     )
-    return world.changes.apply(change_id=outcome.change.id, actor="U_BOB").change
+    return world.changes.apply(change_id=outcome.change.id, actor="U0BOB").change
 
 
 def test_validation_windows_rerun_the_snapshot_at_15_and_60_minutes_and_say_if_it_reproduces(world) -> None:
@@ -153,7 +153,7 @@ def test_an_open_prevention_action_reminds_its_owner_on_the_due_date(world) -> N
         owner="U_CAROL",
         due_on=date(2026, 11, 22),
         guardrail_check="quota CI fails on a drop",
-        actor="U_BOB",
+        actor="U0BOB",
     )
     schedule_prevention_followup(
         store=world.store, action_id=action.id, incident_key="INC-0001", due_on=action.due_on
@@ -173,7 +173,7 @@ def test_the_weekly_digest_lists_overdue_actions_of_that_channel_and_requeues(wo
         owner="U_CAROL",
         due_on=date(2026, 11, 21),
         guardrail_check="quota CI",
-        actor="U_BOB",
+        actor="U0BOB",
     )
     done = world.prevention.add(
         incident_key="INC-0001",
@@ -181,7 +181,7 @@ def test_the_weekly_digest_lists_overdue_actions_of_that_channel_and_requeues(wo
         owner="U_DAN",
         due_on=date(2026, 11, 21),
         guardrail_check="x",
-        actor="U_BOB",
+        actor="U0BOB",
     )
     world.prevention.complete(action_id=done.id, actor="U_DAN")
     ensure_weekly_digest(store=world.store, channel="C1", now=world.clock.now)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import json
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -25,6 +26,11 @@ from handlers.slack.services import Services
 from storage import db
 
 SIGNING_SECRET = "lab-signing-secret-0123456789abcdef"
+
+
+def shown(text: str) -> str:
+    """What a person sees of mrkdwn the bot sent: Slack turns its three entities back into characters."""
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 def sign(*, body: str, secret: str = SIGNING_SECRET, timestamp: int | None = None) -> dict[str, str]:
@@ -63,6 +69,11 @@ def slash_body(**fields: Any) -> str:
     return urllib.parse.urlencode(slash_fields(**fields))
 
 
+def interaction_body(payload: dict[str, Any]) -> str:
+    """The form-encoded `payload=` body Slack posts for buttons and modals."""
+    return urllib.parse.urlencode({"payload": json.dumps(payload)})
+
+
 @dataclasses.dataclass(kw_only=True)
 class BotUnderTest:
     """The real server on 127.0.0.1:<port>, its stand-in Slack, and the services behind it."""
@@ -84,6 +95,14 @@ class BotUnderTest:
         return requests.post(
             f"{self.server.url}/slack/events", data=body.encode(), headers=all_headers, timeout=10
         )
+
+    def interact(self, payload: dict[str, Any], *, body: str | None = None) -> requests.Response:
+        """Send an interactive payload (a click, a modal submission) as Slack does, signed, and wait for
+        its work; `body` sends those exact bytes instead (a replay)."""
+        full = {"team": {"id": "T0LAB"}, "api_app_id": "A0TRIAGE", "token": "deprecated", **payload}
+        response = self.post(body if body is not None else interaction_body(full))
+        assert self.services.work.wait_idle(timeout=30), "lazy work did not finish"
+        return response
 
     def command(self, text: str, **kwargs: Any) -> requests.Response:
         """Send `/triage <text>` and wait until the work it started is done."""

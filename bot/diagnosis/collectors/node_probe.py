@@ -2,7 +2,9 @@
 
 Nothing here runs unless the operator configured a runner (`TRIAGE_NODE_PROBE_RUNNER=srun|k8s-debug`) AND the
 caller passes `allow=True` with a time cap. Runners: `srun -w <node>` on Slurm, or a one-shot privileged
-debug pod pinned to the node (`kubectl run --overrides=<pod template>`), both killed at the cap.
+debug pod pinned to the node (`kubectl run --overrides=<pod template>`, with the configured kubeconfig and
+context), both killed at the cap. The k8s-debug runner CREATES pods: the one exception to the bot's
+read-only cluster access, opt-in, with its own RBAC in the chart (`nodeProbe.rbac.create`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, Protocol
 
+from bot.config import Settings
 from bot.diagnosis.collectors.bounded_run import RunResult, run_bounded
 from bot.evidence import findings
 
@@ -62,6 +65,8 @@ class KubeDebugRunner:
     image: str
     namespace: str = "default"
     name: str = "k8s-debug"
+    kubeconfig: str | None = None  # the bot's configured cluster, never kubectl's ambient default
+    context: str | None = None
     extra_template: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def pod_template(self, *, node: str, command: Sequence[str], time_cap_seconds: float) -> dict[str, Any]:
@@ -92,8 +97,11 @@ class KubeDebugRunner:
             self.pod_template(node=node, command=command, time_cap_seconds=time_cap_seconds)
         )
         pod = f"triage-probe-{re.sub(r'[^a-z0-9-]', '-', node.lower())[:40]}"
+        cluster = [f"--kubeconfig={self.kubeconfig}"] if self.kubeconfig else []
+        cluster += [f"--context={self.context}"] if self.context else []
         return [
             "kubectl",
+            *cluster,
             "run",
             pod,
             "-n",
@@ -108,7 +116,15 @@ class KubeDebugRunner:
         ]
 
 
-def make_runner(*, setting: str, image: str | None = None, partition: str | None = None) -> Runner | None:
+def make_runner(
+    *,
+    setting: str,
+    image: str | None = None,
+    partition: str | None = None,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    namespace: str = "default",
+) -> Runner | None:
     """The runner `TRIAGE_NODE_PROBE_RUNNER` names, or None when it is `off`."""
     kind = setting.strip().lower()
     if kind in {"", "off"}:
@@ -118,8 +134,20 @@ def make_runner(*, setting: str, image: str | None = None, partition: str | None
     if kind == "k8s-debug":
         if not image:
             raise ValueError("the k8s-debug runner needs a probe image (with nvidia-smi / perftest)")
-        return KubeDebugRunner(image=image)
+        return KubeDebugRunner(image=image, kubeconfig=kubeconfig, context=context, namespace=namespace or "default")
     raise ValueError(f"unknown node probe runner `{setting}`: use off, srun or k8s-debug")
+
+
+def runner_for(*, settings: Settings) -> Runner | None:
+    """The configured runner, pointed at the bot's configured cluster (kubeconfig and context; in-cluster,
+    kubectl uses the pod's service account)."""
+    return make_runner(
+        setting=settings.node_probe_runner,
+        image=settings.node_probe_image,
+        kubeconfig=None if settings.in_cluster or settings.kubeconfig is None else str(settings.kubeconfig),
+        context=None if settings.in_cluster else settings.kube_context,
+        namespace=settings.node_probe_namespace,
+    )
 
 
 def run_on_node(

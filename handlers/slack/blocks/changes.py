@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from bot import markup
 from bot.changes.service import ChangeError, ChangeState, ChangeView
 
 CHANGE_MODAL_CALLBACK = "triage_change_modal"
@@ -163,27 +164,41 @@ def read_change_submission(*, view: dict[str, Any]) -> tuple[dict[str, Any], dic
 
 
 def change_blocks(*, change: ChangeView, warning: str = "", headline: str = "") -> list[dict[str, Any]]:
-    """A change in the thread, with the buttons its state allows."""
+    """A change in the thread, with the buttons its state allows; every field a user typed is escaped
+    (`headline` is data unless the caller composed it as Mrkdwn)."""
     lines = [
-        headline or f"*Change #{change.id}* ({change.state.value.replace('_', ' ')}): {change.what}",
-        f"Variable: `{change.variable}` · Expected: {change.expected_effect} · Metric: {change.metric}"
-        + (f" ({change.unit})" if change.unit else ""),
-        f"Rollback plan: {change.rollback_plan}",
+        headline
+        or markup.format("*Change #{}* ({}): {}", change.id, change.state.value.replace("_", " "), change.what),
+        markup.format(
+            "Variable: `{}` · Expected: {} · Metric: {}{}",
+            change.variable,
+            change.expected_effect,
+            change.metric,
+            f" ({change.unit})" if change.unit else "",
+        ),
+        markup.format("Rollback plan: {}", change.rollback_plan),
     ]
     if change.approved_by:
-        lines.append(f"Approved by <@{change.approved_by}>")
+        lines.append(markup.format("Approved by {}", markup.mention(change.approved_by)))
     if change.measurements:
         lines.append(
-            "Windows: "
-            + ", ".join(f"{m.window} {m.value:g} {m.unit}" for m in change.measurements)
-            + f" · gain repeated: {'yes' if change.gain_repeated else 'no'}"
+            markup.format(
+                "Windows: {} · gain repeated: {}",
+                ", ".join(f"{m.window} {m.value:g} {m.unit}" for m in change.measurements),
+                "yes" if change.gain_repeated else "no",
+            )
         )
     blocks: list[dict[str, Any]] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)[:TEXT_LIMIT]}}
+        {"type": "section", "text": {"type": "mrkdwn", "text": markup.clip(markup.lines(lines), limit=TEXT_LIMIT)}}
     ]
     if warning:
         blocks.append(
-            {"type": "context", "elements": [{"type": "mrkdwn", "text": f":warning: {warning}"[:TEXT_LIMIT]}]}
+            {
+                "type": "context",
+                "elements": [
+                    {"type": "mrkdwn", "text": markup.clip(markup.format(":warning: {}", warning), limit=TEXT_LIMIT)}
+                ],
+            }
         )
     buttons = []
     if change.state is ChangeState.PROPOSED:
@@ -227,9 +242,15 @@ def assign_owner_block(*, incident_key: str) -> dict[str, Any]:
     }
 
 
+MAX_CHANGE_ID = 999_999_999  # ids are 32-bit in the database; a longer number is a typo, not a change
+
+
 def parse_change_id(*, text: str) -> int:
-    """`#3` or `3` into 3, with a clear error."""
+    """`#3` or `3` into 3, with a clear error (also for numbers no change could have)."""
     cleaned = (text or "").strip().lstrip("#")
-    if not cleaned.isdigit():
-        raise ChangeError(f"{text!r} is not a change number: write it like `3` or `#3`.")
+    if not (cleaned.isascii() and cleaned.isdigit()) or not 0 < int(cleaned) <= MAX_CHANGE_ID:
+        raise ChangeError(
+            f"`{cleaned[:20]}` is not a change number: write it like `3` or `#3` "
+            "(the number the change was posted with)."
+        )
     return int(cleaned)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from bot import markup
 from bot.evidence.report import SnapshotReport
 from bot.incidents.service import IncidentView, TimelineItem
 from handlers.slack.blocks import limits as block_limits
@@ -38,22 +38,9 @@ SEVERITY_EMOJI = {
 }
 
 
-_BROADCAST = re.compile(r"<!(channel|here|everyone)(?:\|[^>]*)?>|<!subteam\^[A-Z0-9]+(?:\|([^>]*))?>")
-
-
-def quiet(text: str) -> str:
-    """User text echoed by the bot must not ping: @channel/@here/@everyone and user groups become plain words."""
-
-    def plain(match: re.Match[str]) -> str:
-        name = match.group(1) or (match.group(2) or "group").lstrip("@")
-        return "@\u200b" + name  # a zero-width space keeps it from being read as a mention
-
-    return _BROADCAST.sub(plain, text)
-
-
 def clip(text: str, *, limit: int) -> str:
-    """Shorten to `limit` characters, marking the cut."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """Shorten to `limit` characters, marking the cut (composed Mrkdwn is never cut inside markup)."""
+    return markup.clip(text, limit=limit)
 
 
 def header(text: str) -> Block:
@@ -93,10 +80,10 @@ def button(*, text: str, action_id: str, value: str = "", style: str | None = No
     return element
 
 
-def _roles_line(incident: IncidentView) -> str:
+def _roles_line(incident: IncidentView) -> markup.Mrkdwn:
     if not incident.roles:
-        return "no roles assigned"
-    return ", ".join(f"{item.role} <@{item.user_id}>" for item in incident.roles)
+        return markup.Mrkdwn("no roles assigned")
+    return markup.join(", ", (markup.format("{} {}", item.role, markup.mention(item.user_id)) for item in incident.roles))
 
 
 def incident_root(*, incident: IncidentView, report: SnapshotReport | None = None) -> list[Block]:
@@ -105,20 +92,32 @@ def incident_root(*, incident: IncidentView, report: SnapshotReport | None = Non
     blocks = [
         header(f"{incident.key}: {incident.target}"),
         section(
-            f"{emoji} *Status:* {incident.status}   *Severity:* {incident.severity or 'not yet known'}\n"
-            f"*Workload:* `{incident.target}`\n*Roles:* {_roles_line(incident)}"
+            markup.format(
+                "{} *Status:* {}   *Severity:* {}\n*Workload:* `{}`\n*Roles:* {}",
+                emoji,
+                incident.status,
+                incident.severity or "not yet known",
+                incident.target,
+                _roles_line(incident),
+            )
         ),
     ]
     if report is not None:
         layer = report.verdict.layer.value if report.verdict.layer else "undetermined"
         blocks.append(
-            section(f"*Verdict:* {layer} ({report.verdict.confidence:.0%}) — {report.verdict.summary}")
+            section(
+                markup.format(
+                    "*Verdict:* {} ({:.0%}) — {}", layer, report.verdict.confidence, report.verdict.summary
+                )
+            )
         )
     elif incident.verdict_layer:
-        blocks.append(section(f"*Failing layer (last snapshot):* {incident.verdict_layer}"))
+        blocks.append(section(markup.format("*Failing layer (last snapshot):* {}", incident.verdict_layer)))
     blocks.append(
         context(
-            f"Opened by <@{incident.opened_by}> at {incident.opened_at:%Y-%m-%d %H:%M} UTC",
+            markup.format(
+                "Opened by {} at {:%Y-%m-%d %H:%M} UTC", markup.mention(incident.opened_by), incident.opened_at
+            ),
             "Everything about this incident is in the thread. `/triage help` lists what you can do.",
         )
     )
@@ -135,37 +134,40 @@ def open_list(*, incidents: Sequence[IncidentView]) -> list[Block]:
     if not incidents:
         return [section("No open incidents. :sparkles:")]
     lines = [
-        f"*{item.key}* {STATUS_EMOJI.get(item.status, '')} {item.status} · `{item.target}` · "
-        f"severity {item.severity or '?'} · commander {', '.join(f'<@{u}>' for u in item.holders('commander')) or 'none'}"
+        markup.format(
+            "*{}* {} {} · `{}` · severity {} · commander {}",
+            item.key,
+            STATUS_EMOJI.get(item.status, ""),
+            item.status,
+            item.target,
+            item.severity or "?",
+            markup.mentions(item.holders("commander")) or "none",
+        )
         for item in incidents
     ]
     blocks = [header(f"{len(incidents)} open incident(s)")]
-    chunk: list[str] = []
+    chunk: list[markup.Mrkdwn] = []
     for line in lines:
         if sum(len(item) + 1 for item in chunk) + len(line) > MAX_SECTION_TEXT - 10:
-            blocks.append(section("\n".join(chunk)))
+            blocks.append(section(markup.join("\n", chunk)))
             chunk = []
         chunk.append(line)
     if chunk:
-        blocks.append(section("\n".join(chunk)))
+        blocks.append(section(markup.join("\n", chunk)))
     if len(blocks) > MAX_BLOCKS:
         blocks = blocks[: MAX_BLOCKS - 1] + [section("…more open incidents than fit in one message.")]
     return blocks
 
 
-def timeline_line(*, incident_key: str, item: TimelineItem) -> str:
+def timeline_line(*, incident_key: str, item: TimelineItem) -> markup.Mrkdwn:
     """One thread reply for a timeline event."""
-    return (
-        f"{incident_key} · {item.at:%H:%M} UTC · <@{item.actor}>: {item.text}"
-        if item.actor.startswith("U")
-        else (f"{incident_key} · {item.at:%H:%M} UTC · {item.actor}: {item.text}")
-    )
+    return markup.format("{} · {:%H:%M} UTC · {}: {}", incident_key, item.at, markup.mention(item.actor), item.text)
 
 
 def help_blocks(*, usages: Iterable[tuple[str, str]]) -> list[Block]:
     """`/triage help`: every subcommand's usage and one-line summary."""
-    lines = [f"`/triage {usage}` — {summary}" for usage, summary in usages]
-    return [header("/triage subcommands"), section("\n".join(lines))]
+    lines = [markup.format("`/triage {}` — {}", usage, summary) for usage, summary in usages]
+    return [header("/triage subcommands"), section(markup.join("\n", lines))]
 
 
 def _text_of(obj: Any) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from bot import markup
 from bot.evidence import findings, report
 from handlers.render import markdown as findings_markdown
 from handlers.slack.blocks import limits as block_limits
@@ -39,9 +40,9 @@ class RenderedFindings:
     attachment: str | None
 
 
-def escape(text: str) -> str:
-    """Slack mrkdwn control characters."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def escape(text: str) -> markup.Mrkdwn:
+    """Workload text as inert mrkdwn (the one escape, `bot.markup.escape`)."""
+    return markup.escape(text)
 
 
 class _Budget:
@@ -55,15 +56,15 @@ class _Budget:
         if len(text) <= limit:
             return text
         self.shortened = True
-        return text[: limit - len(SEE_FILE)].rstrip() + SEE_FILE
+        return markup.clip(text, limit=limit, marker=SEE_FILE)
 
-    def excerpt(self, text: str) -> str:
-        """A code-block excerpt of evidence, shortened for the message when long."""
-        flat = escape(text.replace("```", "'''"))
+    def excerpt(self, text: str) -> markup.Mrkdwn:
+        """A code-block excerpt of evidence (its backticks escaped), shortened for the message when long."""
+        flat = escape(text)
         if len(flat) > EXCERPT_CHARS:
             self.shortened = True
-            flat = flat[:EXCERPT_CHARS].rstrip() + "\n" + SEE_FILE
-        return f"```{flat}```"
+            flat = markup.Mrkdwn(markup.clip(flat, limit=EXCERPT_CHARS, marker="\n" + SEE_FILE))
+        return markup.format("```{}```", flat)
 
 
 def _section(text: str, *, budget: _Budget) -> dict[str, Any]:
@@ -86,36 +87,38 @@ def _header(text: str, *, budget: _Budget) -> dict[str, Any]:
     return {"type": "header", "text": {"type": "plain_text", "text": plain, "emoji": True}}
 
 
-def _verdict_text(*, verdict: findings.Verdict) -> str:
+def _verdict_text(*, verdict: findings.Verdict) -> markup.Mrkdwn:
     if verdict.layer is None:
-        return f"*Verdict: layer unknown*\n{escape(verdict.summary)}"
-    scope = f" · scope `{verdict.scope.value}`" if verdict.scope else ""
-    return (
-        f"*Verdict: `{verdict.layer.value}`*{scope} · confidence {verdict.confidence:.2f}\n"
-        f"{escape(verdict.summary)}"
+        return markup.format("*Verdict: layer unknown*\n{}", verdict.summary)
+    scope = markup.format(" · scope `{}`", verdict.scope.value) if verdict.scope else ""
+    return markup.format(
+        "*Verdict: `{}`*{} · confidence {:.2f}\n{}", verdict.layer.value, scope, verdict.confidence, verdict.summary
     )
 
 
 def _finding_blocks(*, item: findings.Finding, budget: _Budget) -> list[dict[str, Any]]:
     """One section (summary, excerpt, expected vs observed, next) and one context (command, time)."""
-    lines = [f"*{item.severity.value.upper()}* {escape(item.summary)}"]
+    lines = [markup.format("*{}* {}", item.severity.value.upper(), item.summary)]
     if item.caused_by:
-        lines.append(f"_caused by_ `{item.caused_by}` (downstream symptom)")
+        lines.append(markup.format("_caused by_ `{}` (downstream symptom)", item.caused_by))
     evidence = item.evidence[0] if item.evidence else None
     if evidence is not None:
         lines.append(budget.excerpt(evidence.excerpt))
         if evidence.expected or evidence.observed:
             lines.append(
-                f"*Expected:* {escape(evidence.expected or 'n/a')}\n*Observed:* {escape(evidence.observed or 'n/a')}"
+                markup.format("*Expected:* {}\n*Observed:* {}", evidence.expected or "n/a", evidence.observed or "n/a")
             )
-    lines.append(f"*Next:* `{escape(item.next_step)}`")
-    context = [f"rule `{item.rule}`" + (f" · scope `{item.scope.value}`" if item.scope else "")]
+    lines.append(markup.format("*Next:* `{}`", item.next_step))
+    context = [
+        markup.format("rule `{}`", item.rule)
+        + (markup.format(" · scope `{}`", item.scope.value) if item.scope else "")
+    ]
     if evidence is not None:
-        context.append(f"`{escape(evidence.command or 'n/a')}` at {findings._plain(evidence.observed_at)}")
+        context.append(markup.format("`{}` at {}", evidence.command or "n/a", findings._plain(evidence.observed_at)))
     if len(item.evidence) > 1:
         budget.shortened = True
-        context.append(f"+{len(item.evidence) - 1} more evidence item(s) in the attached file")
-    return [_section("\n".join(lines), budget=budget), _context(context, budget=budget)]
+        context.append(markup.format("+{} more evidence item(s) in the attached file", len(item.evidence) - 1))
+    return [_section(markup.lines(lines), budget=budget), _context(context, budget=budget)]
 
 
 def _actions(*, incident_key: str) -> dict[str, Any]:
@@ -150,10 +153,10 @@ def render_findings(*, snapshot: report.SnapshotReport, incident_key: str) -> Re
         _section(_verdict_text(verdict=verdict), budget=budget),
         _context(
             [
-                f"snapshot {findings._plain(snapshot.taken_at)} · {snapshot.elapsed_ms} ms",
-                f"{len(snapshot.findings)} finding(s) · {len(snapshot.unexplained)} unexplained",
+                markup.format("snapshot {} · {} ms", findings._plain(snapshot.taken_at), snapshot.elapsed_ms),
+                markup.format("{} finding(s) · {} unexplained", len(snapshot.findings), len(snapshot.unexplained)),
             ]
-            + ([f"not checked: {escape(', '.join(snapshot.not_checked))}"] if snapshot.not_checked else []),
+            + ([markup.format("not checked: {}", ", ".join(snapshot.not_checked))] if snapshot.not_checked else []),
             budget=budget,
         ),
     ]
@@ -172,20 +175,19 @@ def render_findings(*, snapshot: report.SnapshotReport, incident_key: str) -> Re
         budget.shortened = True
         blocks.append(
             _section(
-                f"*{omitted} more finding(s)* did not fit in this message: see the attached file.",
+                markup.format("*{} more finding(s)* did not fit in this message: see the attached file.", omitted),
                 budget=budget,
             )
         )
     if snapshot.unexplained:
-        listed = "\n".join(
-            f"• `{escape(obs.kind)}` {escape(obs.subject)}: {escape(obs.text[:200])}"
-            for obs in snapshot.unexplained[:10]
+        listed = markup.lines(
+            [markup.format("• `{}` {}: {}", obs.kind, obs.subject, obs.text[:200]) for obs in snapshot.unexplained[:10]]
         )
         more = len(snapshot.unexplained) - 10
         if more > 0:
             budget.shortened = True
-            listed += f"\n… and {more} more in the attached file"
-        blocks.append(_section(f"*Unexplained evidence (no rule matched)*\n{listed}", budget=budget))
+            listed += markup.format("\n… and {} more in the attached file", more)
+        blocks.append(_section(markup.format("*Unexplained evidence (no rule matched)*\n{}", listed), budget=budget))
     blocks += [{"type": "divider"}, _actions(incident_key=incident_key)]
     fallback = findings_markdown.verdict_line(verdict=verdict) + f" {len(snapshot.findings)} finding(s)."
     if len(fallback) > MAX_FALLBACK_TEXT:

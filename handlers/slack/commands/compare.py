@@ -4,10 +4,11 @@ the same core logic the terminal uses (`job <id> compare <healthy>` reuses `comp
 from __future__ import annotations
 
 import logging
-from typing import Any
 
+from bot import markup
 from bot.diagnosis import compare as compare_mod
 from bot.diagnosis.collectors import node_probe
+from bot.evidence import redact
 from bot.evidence import stored as stored_evidence
 from bot.evidence.findings import utcnow
 from bot.evidence.report import SnapshotUnavailable
@@ -69,23 +70,32 @@ def compare_and_post(ctx: CommandContext, *, incident: IncidentView, healthy: Ta
         ctx.post_in_thread(incident, text="No cluster is configured, so no healthy snapshot was taken to compare.")
         return
     if not services.core.policy.may_read_cluster(ctx.user_id):
-        ctx.post_in_thread(incident, text="No comparison: " + _refusal(ctx, what="take snapshots"))
+        ctx.post_in_thread(incident, text=markup.format("No comparison: {}", _refusal(ctx, what="take snapshots")))
         return
     stored = services.incidents.snapshots(incident_key=incident.key)
     if not stored:
         ctx.post_in_thread(
             incident,
-            text=f"{incident.key} has no stored snapshot to compare yet: take one with "
-            f"`/triage snapshot {incident.key}`, then `/triage compare {incident.key} {healthy.key}`.",
+            text=markup.format(
+                "{} has no stored snapshot to compare yet: take one with `/triage snapshot {}`, then "
+                "`/triage compare {} {}`.",
+                incident.key,
+                incident.key,
+                incident.key,
+                healthy.key,
+            ),
         )
         return
     ctx.post_in_thread(
-        incident, text=f"<@{ctx.user_id}> asked to compare with healthy `{healthy.key}`: taking a bounded snapshot…"
+        incident,
+        text=markup.format(
+            "{} asked to compare with healthy `{}`: taking a bounded snapshot…", markup.mention(ctx.user_id), healthy.key
+        ),
     )
     try:
         report = services.incidents.snapshot_of(target=healthy, settings=services.settings, actor=ctx.user_id)
     except PermissionRefused as refused:
-        ctx.post_in_thread(incident, text=f"No comparison: {refused}")
+        ctx.post_in_thread(incident, text=markup.format("No comparison: {}", markup.of_error(refused)))
         return
     except SnapshotUnavailable as error:
         _compare_failed(ctx, incident=incident, healthy=healthy, reason=str(error))
@@ -121,8 +131,14 @@ def _compare_failed(ctx: CommandContext, *, incident: IncidentView, healthy: Tar
     )
     ctx.post_in_thread(
         incident,
-        text=f"No comparison with `{healthy.key}`: {blocks.quiet(reason)}. Check the healthy id "
-        f"(`/triage compare {incident.key} <healthy-id>`, one of: {ACCEPTED_FORMS}) and cluster access.",
+        text=markup.format(
+            "No comparison with `{}`: {}. Check the healthy id (`/triage compare {} <healthy-id>`, one of: {}) "
+            "and cluster access.",
+            healthy.key,
+            reason,
+            incident.key,
+            markup.Mrkdwn(ACCEPTED_FORMS),
+        ),
     )
 
 
@@ -141,13 +157,13 @@ def _post_rendered(
         )
 
 
-def _refusal(ctx: CommandContext, *, what: str) -> str:
+def _refusal(ctx: CommandContext, *, what: str) -> markup.Mrkdwn:
     """The rulebook's own words for a cluster read this caller may not cause."""
     try:
         ctx.services.core.policy.require_cluster_read(actor=ctx.user_id, what=what)
     except PermissionRefused as refused:
-        return str(refused)
-    return ""
+        return markup.of_error(refused)
+    return markup.Mrkdwn("")
 
 
 # --- fabric ----------------------------------------------------------------------------------------
@@ -165,8 +181,9 @@ def _run_fabric(ctx: CommandContext) -> None:
     probe = rest.strip().lower() == PROBE_WORD
     stored = ctx.services.incidents.snapshots(incident_key=incident.key)
     if not stored:
-        ctx.post_in_thread(incident, text=f"{incident.key} has no stored snapshot yet: take one with "
-                           f"`/triage snapshot {incident.key}`, then `/triage fabric {incident.key}`.")
+        ctx.post_in_thread(incident, text=markup.format(
+            "{} has no stored snapshot yet: take one with `/triage snapshot {}`, then `/triage fabric {}`.",
+            incident.key, incident.key, incident.key))
         return
     evidence = stored_evidence.fabric_evidence(
         observations=stored_evidence.observations_of(stored[-1]), subject=incident.target
@@ -183,54 +200,65 @@ def _run_fabric(ctx: CommandContext) -> None:
         data={"scope": scope, "events": len(evidence.events)},
     )
     if probe:
-        _probe(ctx, incident=incident, scope=scope)
+        plan = stored_evidence.probe_plan(
+            observations=stored_evidence.observations_of(stored[-1]), scope=scope, limit=MAX_PROBED_NODES
+        )
+        _probe(ctx, incident=incident, plan=plan)
 
 
-def _probe_nodes(scope: dict[str, Any] | None) -> list[str]:
-    if not scope:
-        return []
-    nodes = scope.get("pair") or ([scope["suspect_host"]] if scope.get("suspect_host") else scope.get("hosts") or [])
-    return [str(node) for node in nodes][:MAX_PROBED_NODES]
-
-
-def _probe(ctx: CommandContext, *, incident: IncidentView, scope: dict[str, Any] | None) -> None:
-    """The opt-in `ibstat` on the implicated hosts, only through an operator-configured runner, time-capped."""
+def _probe(ctx: CommandContext, *, incident: IncidentView, plan: stored_evidence.ProbePlan) -> None:
+    """The opt-in `ibstat` on the implicated hosts the workload ran on (per the scheduler's record, never
+    per a log line), only through an operator-configured runner, time-capped."""
     settings = ctx.services.settings
     if not ctx.services.core.policy.may_read_cluster(ctx.user_id):
-        ctx.post_in_thread(incident, text="No probe ran: " + _refusal(ctx, what="run node probes"))
+        ctx.post_in_thread(incident, text=markup.format("No probe ran: {}", _refusal(ctx, what="run node probes")))
         return
     try:
-        runner = node_probe.make_runner(setting=settings.node_probe_runner, image=settings.node_probe_image)
+        runner = node_probe.runner_for(settings=settings)
     except ValueError as error:
         runner, problem = None, str(error)
     else:
         problem = "" if runner else "no node probe runner is configured"
     if runner is None:
-        ctx.post_in_thread(incident, text=(
-            f"No probe ran: {problem}. To allow it, the operator sets `TRIAGE_NODE_PROBE_RUNNER=srun` (Slurm) or "
+        ctx.post_in_thread(incident, text=markup.format(
+            "No probe ran: {}. To allow it, the operator sets `TRIAGE_NODE_PROBE_RUNNER=srun` (Slurm) or "
             "`TRIAGE_NODE_PROBE_RUNNER=k8s-debug` with `TRIAGE_NODE_PROBE_IMAGE=<image with ibstat>` (Kubernetes) "
-            f"and restarts the bot; then `/triage fabric {incident.key} probe` reads `ibstat` on the implicated "
-            f"hosts, {PROBE_CAP_SECONDS:g} s cap each."))
+            "and restarts the bot; then `/triage fabric {} probe` reads `ibstat` on the implicated "
+            "hosts, {:g} s cap each.", problem, incident.key, PROBE_CAP_SECONDS))
         return
-    nodes = _probe_nodes(scope)
+    nodes = list(plan.nodes)
+    if not nodes and plan.refused:
+        ctx.post_in_thread(incident, text=markup.format(
+            "No probe ran: the logs name {}, but the scheduler's record places this workload only on {}; "
+            "the bot probes only nodes the workload ran on.",
+            ", ".join(plan.refused), ", ".join(plan.ran_on) or "no node"))
+        return
     if not nodes:
         ctx.post_in_thread(incident, text="No probe ran: the logs implicate no host to probe.")
         return
-    lines = []
+    lines: list[markup.Mrkdwn] = [
+        markup.format("`{}`: not probed (not a node this workload ran on, per the scheduler)", host)
+        for host in plan.refused
+    ]
     for node in nodes:
         try:
             result = node_probe.run_on_node(runner=runner, node=node, command=["ibstat"], allow=True,
                                             time_cap_seconds=PROBE_CAP_SECONDS)
         except (node_probe.ProbeNotAllowed, ValueError) as error:
-            lines.append(f"`{node}`: not probed ({error})")
+            lines.append(markup.format("`{}`: not probed ({})", node, str(error)))
             continue
         if not result.ok:
-            lines.append(f"`{node}`: `{result.shown}` failed: {blocks.clip(result.stderr.strip(), limit=300)}")
+            lines.append(markup.format("`{}`: `{}` failed: {}", node, result.shown,
+                                       blocks.clip(redact.redact_text(result.stderr.strip()), limit=300)))
             continue
         ports = node_probe.ib_link_observations(node=node, ports=node_probe.parse_ibstat(result.stdout),
                                                 expected_rate_gbps=None, observed_at=utcnow())
-        lines.extend(f"`{item.text}`" for item in ports) if ports else lines.append(f"`{node}`: no HCA ports")
-    text = f"Probe (`ibstat`, {PROBE_CAP_SECONDS:g} s cap per node) on {', '.join(nodes)}:\n" + "\n".join(lines)
+        if ports:
+            lines.extend(markup.format("`{}`", redact.redact_text(item.text)) for item in ports)
+        else:
+            lines.append(markup.format("`{}`: no HCA ports", node))
+    text = markup.format("Probe (`ibstat`, {:g} s cap per node) on {}:\n{}", PROBE_CAP_SECONDS, ", ".join(nodes),
+                         markup.lines(lines))
     ctx.post_in_thread(incident, text=blocks.clip(text, limit=3500))
     ctx.services.incidents.add_timeline_entry(
         incident_key=incident.key, actor=ctx.user_id, kind="fabric_probe", text=text[:4000], data={"nodes": nodes}

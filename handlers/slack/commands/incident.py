@@ -8,6 +8,7 @@ from datetime import timedelta
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from bot import markup
 from bot.evidence.report import SnapshotUnavailable
 from bot.evidence.targets import ACCEPTED_FORMS, InvalidTarget, Target, parse_target
 from bot.incidents import service as lifecycle
@@ -84,15 +85,24 @@ def _open_and_snapshot(ctx: CommandContext, *, target: Target) -> IncidentView |
     ctx.touched.append(incident.key)
     logs.bind_incident(incident.key)
     if not result.created and incident.thread_ts:
-        where = _permalink(ctx.client, incident) or f"the thread in <#{incident.channel_id}>"
+        link = _permalink(ctx.client, incident)
+        where = markup.escape(link) if link else markup.format("the thread in {}", markup.channel(incident.channel_id))
         ctx.reply_ephemeral(
-            f"{incident.key} is already open for `{incident.target}` (status {incident.status}): {where}. "
-            f"Work in its thread, or `/triage status {incident.key} <status>`."
+            markup.format(
+                "{} is already open for `{}` (status {}): {}. Work in its thread, or `/triage status {} <status>`.",
+                incident.key,
+                incident.target,
+                incident.status,
+                where,
+                incident.key,
+            )
         )
         return incident
     if not result.created and _being_opened(services, incident):
         ctx.reply_ephemeral(
-            f"{incident.key} for `{incident.target}` is being opened right now; its message appears in a moment."
+            markup.format(
+                "{} for `{}` is being opened right now; its message appears in a moment.", incident.key, incident.target
+            )
         )
         return None
     try:
@@ -105,10 +115,11 @@ def _post_root_and_snapshot(ctx: CommandContext, incident: IncidentView) -> Inci
     """A new incident, or one whose root message never reached Slack: post the root, then snapshot."""
     services = ctx.services
     try:
-        root = ctx.client.chat_postMessage(
+        channel, ts = replies.post_root(
+            ctx.client,
             channel=ctx.channel_id,
             text=blocks.incident_root_text(incident=incident),
-            blocks=blocks.validate_blocks(blocks.incident_root(incident=incident)),
+            blocks_=blocks.incident_root(incident=incident),
         )
     except (SlackClientError, OSError) as error:
         services.incidents.add_timeline_entry(
@@ -118,13 +129,16 @@ def _post_root_and_snapshot(ctx: CommandContext, incident: IncidentView) -> Inci
             text=f"Slack did not take the root message: {slack_error_code(error)}",
         )
         raise
-    incident = services.incidents.attach_root_message(
-        incident_key=incident.key, channel_id=str(root["channel"]), ts=str(root["ts"])
-    )
+    incident = services.incidents.attach_root_message(incident_key=incident.key, channel_id=channel, ts=ts)
     ctx.post_in_thread(
         incident,
-        text=f"{incident.key} opened by <@{ctx.user_id}>, who is commander until reassigned "
-        f"(`/triage assign @someone commander`). Taking a bounded snapshot of `{incident.target}`…",
+        text=markup.format(
+            "{} opened by {}, who is commander until reassigned (`/triage assign @someone commander`). "
+            "Taking a bounded snapshot of `{}`…",
+            incident.key,
+            markup.mention(ctx.user_id),
+            incident.target,
+        ),
     )
     snapshot_and_post(ctx, incident)
     return incident
@@ -143,7 +157,9 @@ def _start_reminders(ctx: CommandContext, incident: IncidentView) -> None:
             incident,
             text=f"Who owns {incident.key}? Pick an owner:",
             blocks_=[
-                blocks.section(f"Who owns *{incident.key}*? Pick an owner; they get a DM saying what is expected."),
+                blocks.section(
+                    markup.format("Who owns *{}*? Pick an owner; they get a DM saying what is expected.", incident.key)
+                ),
                 change_blocks.assign_owner_block(incident_key=incident.key),
             ],
         )
@@ -161,7 +177,7 @@ def snapshot_and_post(ctx: CommandContext, incident: IncidentView) -> None:
             incident_key=incident.key, settings=services.settings, actor=ctx.user_id
         )
     except PermissionRefused as refused:
-        ctx.post_in_thread(incident, text=f"No snapshot was taken: {refused}")
+        ctx.post_in_thread(incident, text=markup.format("No snapshot was taken: {}", markup.of_error(refused)))
         return
     except SnapshotUnavailable as error:
         services.incidents.add_timeline_entry(
@@ -169,8 +185,12 @@ def snapshot_and_post(ctx: CommandContext, incident: IncidentView) -> None:
         )
         ctx.post_in_thread(
             incident,
-            text=f"No snapshot was taken: {blocks.quiet(str(error))}. The incident stays open; "
-            "once access is fixed, `/triage snapshot " + incident.key + "` takes it again.",
+            text=markup.format(
+                "No snapshot was taken: {}. The incident stays open; once access is fixed, "
+                "`/triage snapshot {}` takes it again.",
+                str(error),
+                incident.key,
+            ),
         )
         return
     except Exception as error:
@@ -242,7 +262,12 @@ def _check_status(rest: str) -> None:
 def _run_status(ctx: CommandContext) -> None:
     incident, rest = ctx.incident_and_rest()
     updated = ctx.services.incidents.set_status(incident_key=incident.key, status=rest, actor=ctx.user_id)
-    ctx.post_in_thread(updated, text=f"<@{ctx.user_id}> set {updated.key} to *{updated.status}* (was {incident.status}).")
+    ctx.post_in_thread(
+        updated,
+        text=markup.format(
+            "{} set {} to *{}* (was {}).", markup.mention(ctx.user_id), updated.key, updated.status, incident.status
+        ),
+    )
     if updated.status == "resolved":
         after_resolve(ctx, updated)
     ctx.refresh_root(updated)
@@ -297,7 +322,7 @@ def _check_assign(rest: str) -> None:
 def _run_assign(ctx: CommandContext) -> None:
     key, user_id, role = _parse_assign(ctx.rest)
     incident = (
-        ctx.services.incidents.get(incident_key=key)
+        ctx.here(ctx.services.incidents.get(incident_key=key))
         if key
         else ctx.services.incidents.open_in_channel(channel_id=ctx.channel_id)
     )
@@ -319,7 +344,8 @@ def _run_note(ctx: CommandContext) -> None:
     incident, text = ctx.incident_and_rest()
     item = ctx.services.incidents.add_note(incident_key=incident.key, text=text, actor=ctx.user_id)
     ctx.post_in_thread(
-        incident, text=f":memo: <@{ctx.user_id}> noted: {blocks.clip(blocks.quiet(item.text), limit=3500)}"
+        incident,
+        text=markup.format(":memo: {} noted: {}", markup.mention(ctx.user_id), blocks.clip(item.text, limit=3500)),
     )
 
 
@@ -327,12 +353,20 @@ def _run_snapshot(ctx: CommandContext) -> None:
     incident, rest = ctx.incident_and_rest()
     if rest.strip():
         raise UsageError("Type `/triage snapshot` (or `/triage snapshot INC-n`); it takes nothing else.")
-    ctx.post_in_thread(incident, text=f"<@{ctx.user_id}> asked for a fresh snapshot of `{incident.target}`…")
+    ctx.post_in_thread(
+        incident,
+        text=markup.format("{} asked for a fresh snapshot of `{}`…", markup.mention(ctx.user_id), incident.target),
+    )
     snapshot_and_post(ctx, incident)
 
 
 def _run_list(ctx: CommandContext) -> None:
-    open_incidents = ctx.services.incidents.list_open()
+    policy = ctx.services.core.policy
+    open_incidents = [
+        item
+        for item in ctx.services.incidents.list_open()
+        if policy.may_see(actor=ctx.user_id, incident_channel=item.channel_id, from_channel=ctx.channel_id)
+    ]
     ctx.reply_ephemeral(f"{len(open_incidents)} open incident(s)", blocks_=blocks.open_list(incidents=open_incidents))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from bot import markup
 from bot.changes.prevention import parse_prevent_args
 from bot.changes.service import (
     ChangeError,
@@ -46,7 +47,7 @@ def _run_change(ctx: CommandContext) -> None:
     incident, rest = ctx.incident_and_rest()
     words = rest.split()
     if len(words) == 2 and words[0].lstrip("#").isdigit():
-        change_state(ctx, change_id=int(words[0].lstrip("#")), state=words[1])
+        change_state(ctx, change_id=change_blocks.parse_change_id(text=words[0]), state=words[1])
         return
     if rest:
         outcome = core.changes.propose(
@@ -57,7 +58,9 @@ def _run_change(ctx: CommandContext) -> None:
         )
         ctx.post_in_thread(
             incident,
-            text=f"<@{ctx.user_id}> proposed change #{outcome.change.id}: {outcome.change.what}",
+            text=markup.format(
+                "{} proposed change #{}: {}", markup.mention(ctx.user_id), outcome.change.id, outcome.change.what
+            ),
             blocks_=change_blocks.change_blocks(change=outcome.change, warning=outcome.warning),
         )
         return
@@ -84,6 +87,7 @@ def change_state(ctx: CommandContext, *, change_id: int, state: str) -> None:
     operation = operations.get(state.lower())
     if operation is None:
         raise UsageError("Type `/triage change <n> applied|validated|rolled-back`.")
+    ctx.here(ctx.services.incidents.get(incident_key=changes.get(change_id=change_id).incident_key))
     outcome = operation(change_id=change_id, actor=ctx.user_id)
     replies.after_change_state(core=ctx.services.core, client=ctx.client, user=ctx.user_id, outcome=outcome)
 
@@ -115,6 +119,7 @@ def _check_measure(rest: str) -> None:
 
 def _run_measure(ctx: CommandContext) -> None:
     change_id, window, value, unit, baseline, threshold = _parse_measure(ctx.rest)
+    ctx.here(ctx.services.incidents.get(incident_key=ctx.services.core.changes.get(change_id=change_id).incident_key))
     change = ctx.services.core.changes.measure(
         change_id=change_id, window=window, value=value, unit=unit, actor=ctx.user_id,
         baseline=baseline, threshold=threshold,
@@ -122,7 +127,7 @@ def _run_measure(ctx: CommandContext) -> None:
     incident = ctx.services.incidents.get(incident_key=change.incident_key)
     ctx.post_in_thread(
         incident,
-        text=f"Change #{change.id}: {window} measured {value:g} {unit}",
+        text=markup.format("Change #{}: {} measured {:g} {}", change.id, window, value, unit),
         blocks_=change_blocks.change_blocks(change=change),
     )
     replies.upload_chart(ctx.client, incident, change)
@@ -134,7 +139,10 @@ def _run_measure(ctx: CommandContext) -> None:
 def _run_handoff(ctx: CommandContext) -> None:
     incident, _ = _incident_and_words(ctx)
     replies.post_handoff(
-        core=ctx.services.core, client=ctx.client, incident_key=incident.key, reason=f"requested by <@{ctx.user_id}>"
+        core=ctx.services.core,
+        client=ctx.client,
+        incident_key=incident.key,
+        reason=markup.format("requested by {}", markup.mention(ctx.user_id)),
     )
 
 
@@ -155,7 +163,7 @@ def _run_resolve(ctx: CommandContext) -> None:
         ctx.services.incidents.add_note(
             incident_key=incident.key, text="remediation: " + " ".join(words), actor=ctx.user_id
         )
-    ctx.post_in_thread(updated, text=f"<@{ctx.user_id}> resolved {updated.key}.")
+    ctx.post_in_thread(updated, text=markup.format("{} resolved {}.", markup.mention(ctx.user_id), updated.key))
     after_resolve(ctx, updated)
     ctx.refresh_root(updated)
 
@@ -165,8 +173,9 @@ def _run_reopen(ctx: CommandContext) -> None:
     if not INCIDENT_KEY.match(first):
         raise UsageError("Type `/triage reopen INC-n`: a resolved incident is no longer the channel's open one.")
     core = ctx.services.core
+    ctx.here(core.incidents.get(incident_key=first.upper()))
     reopened = core.incidents.reopen(incident_key=first.upper(), actor=ctx.user_id)
-    ctx.post_in_thread(reopened, text=f"<@{ctx.user_id}> reopened {reopened.key}.")
+    ctx.post_in_thread(reopened, text=markup.format("{} reopened {}.", markup.mention(ctx.user_id), reopened.key))
     schedule_update_reminder(store=core.tasks, thread=thread_of(reopened), now=core.clock())
     ctx.refresh_root(reopened)
 
@@ -184,8 +193,13 @@ def _run_severity(ctx: CommandContext) -> None:
     schedule_update_reminder(store=core.tasks, thread=thread_of(updated), now=core.clock())
     ctx.post_in_thread(
         updated,
-        text=f"<@{ctx.user_id}> changed the severity of {incident.key} from "
-        f"{incident.severity or 'unknown'} to *{updated.severity}*; update reminders follow the new interval.",
+        text=markup.format(
+            "{} changed the severity of {} from {} to *{}*; update reminders follow the new interval.",
+            markup.mention(ctx.user_id),
+            incident.key,
+            incident.severity or "unknown",
+            updated.severity,
+        ),
     )
     ctx.refresh_root(updated)
 
@@ -218,8 +232,14 @@ def _run_prevent(ctx: CommandContext) -> None:
     ensure_weekly_digest(store=core.tasks, channel=incident.channel_id, now=core.clock())
     ctx.post_in_thread(
         incident,
-        text=f":shield: Prevention #{action.id} for <@{owner}>, due {due_on.isoformat()}: "
-        f"{description}. Guardrail check: {guardrail}",
+        text=markup.format(
+            ":shield: Prevention #{} for {}, due {}: {}. Guardrail check: {}",
+            action.id,
+            markup.mention(owner),
+            due_on.isoformat(),
+            description,
+            guardrail,
+        ),
     )
 
 

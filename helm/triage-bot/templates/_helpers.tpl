@@ -70,6 +70,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/* Environment shared by the bot container and the migration job. */}}
+{{- define "triage-bot.validateNodeProbe" -}}
+{{- if and (eq .Values.nodeProbe.runner "k8s-debug") (not .Values.nodeProbe.image) }}
+{{- fail "nodeProbe.runner=k8s-debug needs nodeProbe.image: the image of the one-shot probe pod (with ibstat / nvidia-smi)." }}
+{{- end }}
+{{- end }}
+
 {{- define "triage-bot.databaseEnv" -}}
 {{- if eq .Values.database.type "postgresql" }}
 - name: DATABASE_URL

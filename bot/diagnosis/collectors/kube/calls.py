@@ -78,8 +78,13 @@ class Caller:
     budget: Budget
 
     def get(self, path: str, *, what: str, response_type: str, path_params: dict[str, str] | None = None,
-            query: dict[str, Any] | None = None) -> Any:
-        """One GET with a timeout that never passes the deadline, deserialised as `response_type`."""
+            query: dict[str, Any] | None = None, max_bytes: int | None = None) -> Any:
+        """One GET with a timeout that never passes the deadline, deserialised as `response_type`.
+
+        The body is read as it streams in, never past `max_bytes` (default: the bounds' per-response cap) nor
+        past the deadline, so a server that ignores `limit` or `limitBytes`, or drips a byte a second, costs
+        at most that much memory and time. Text (`str`) is cut at the cap; anything else over it is refused.
+        """
         timeout = self.budget.call_timeout()
         params = [(key, value) for key, value in (query or {}).items() if value is not None]
         accept = "text/plain" if response_type == "str" else "application/json"
@@ -88,7 +93,8 @@ class Caller:
                                                query_params=params, header_params={"Accept": accept},
                                                auth_settings=["BearerToken"])
             response = self.api.call_api(*request, _request_timeout=(min(timeout, 3.0), timeout))
-            response.read()
+            self._read_bounded(response, what=what, text=response_type == "str",
+                               max_bytes=max_bytes or self.budget.bounds.max_response_bytes)
             return self.api.response_deserialize(response_data=response,
                                                  response_types_map={"200": response_type}).data
         except ApiException as exc:
@@ -102,6 +108,38 @@ class Caller:
         except urllib3.exceptions.HTTPError as exc:
             raise ClusterUnreachable(f"{what}: {exc}") from None
 
+    def _read_bounded(self, response: Any, *, what: str, text: bool, max_bytes: int) -> None:
+        """Fill `response.data` chunk by chunk (whatever each recv brings), checking the byte cap and the
+        deadline after every chunk; on either, the connection is dropped so nothing keeps reading."""
+        raw = response.response
+        chunks: list[bytes] = []
+        size = 0
+        finished = False
+        try:
+            while size < max_bytes:
+                if self.budget.remaining() <= 0.0:
+                    raise DeadlineExceeded(f"{what}: the answer was still arriving at the snapshot deadline")
+                chunk = raw.read1(min(65_536, max_bytes - size))
+                if not chunk:
+                    finished = True
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            if not finished and not text and raw.read1(1):
+                raise CollectorFailure(
+                    outcome=CollectorOutcome.ERROR,
+                    detail=f"{what}: the answer is larger than {max_bytes} bytes; not read further",
+                )
+            finished = finished or text
+        finally:
+            if finished and size < max_bytes:
+                raw.release_conn()
+            else:
+                raw.close()  # cut off mid-body: the connection cannot be reused
+        data = b"".join(chunks)
+        # A cut can split a UTF-8 character; the client decodes strictly.
+        response.data = data.decode("utf-8", "replace").encode("utf-8") if text else data
+
     def list_all(self, path: str, *, what: str, response_type: str, path_params: dict[str, str] | None = None,
                  query: dict[str, Any] | None = None, max_items: int | None = None) -> tuple[list[Any], bool]:
         """Page a list with limit/continue up to the per-list cap; returns (items, truncated)."""
@@ -109,16 +147,19 @@ class Caller:
         items: list[Any] = []
         token: str | None = None
         while True:
-            page_query = {**(query or {}), "limit": min(self.budget.bounds.page_size, cap - len(items)),
-                          "continue": token}
+            limit = min(self.budget.bounds.page_size, cap - len(items))
+            page_query = {**(query or {}), "limit": limit, "continue": token}
             result = self.get(path, what=what, response_type=response_type, path_params=path_params,
                               query=page_query)
             if isinstance(result, dict):
-                items.extend(result.get("items") or [])
+                page = list(result.get("items") or [])
                 token = (result.get("metadata") or {}).get("continue") or None
             else:
-                items.extend(result.items or [])
+                page = list(result.items or [])
                 token = result.metadata._continue if result.metadata else None
+            items.extend(page[:limit])  # a server that ignores `limit` still gives no more than asked for
+            if len(page) > limit:
+                return items, True
             if not token:
                 return items, False
             if len(items) >= cap:

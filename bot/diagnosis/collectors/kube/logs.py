@@ -90,7 +90,8 @@ def _read_one(ctx: KubeContext, sink: Sink, *, target: LogTarget, previous: bool
                           query={"container": target.container, "previous": previous,
                                  "tailLines": bounds.max_log_lines_per_container, "limitBytes": allowed},
                           what=f"logs {target.namespace}/{target.pod} -c {target.container}"
-                               + (" --previous" if previous else ""))
+                               + (" --previous" if previous else ""),
+                          max_bytes=allowed)  # read no more than limitBytes asked for, whatever the server sends
     text = text if isinstance(text, str) else str(text)
     size = len(text.encode())
     # The reservation stood for the raw log; what is kept is charged again as observations below.
