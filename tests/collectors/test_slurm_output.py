@@ -120,3 +120,47 @@ def test_as_root_another_users_file_is_read_only_for_that_users_job(tmp_path: Pa
     assert read_job_output(path=str(output), job_id="9", job_uid=4001, max_bytes=1000)[0] == "alice's output\n"
     text, note = read_job_output(path=str(output), job_id="9", job_uid=4002, max_bytes=1000)
     assert text == "" and "does not belong" in note
+
+
+def _job_line(*, user: str, stdout: Path) -> str:
+    from tests.collectors.test_slurm_finished_states import FAILED_LINE
+
+    return FAILED_LINE.replace("UserId=root(0)", f"UserId={user}").replace("StdOut=/dev/null", f"StdOut={stdout}")
+
+
+def _snapshot_of(line: str) -> tuple[list, list]:
+    from bot.config import SnapshotBounds
+    from bot.diagnosis.collectors.slurm import collector as slurm
+    from tests.collectors.test_slurm_finished_states import RecordedBackend
+
+    backend = RecordedBackend(job_line=line)
+    backend.name = "cli"  # the output file is read on the CLI backend's host
+    reports, observations, _ = slurm.collect_slurm_job(job_id="56", bounds=SnapshotBounds(), backend=backend)
+    return reports, observations
+
+
+def test_the_snapshot_reads_the_output_of_a_job_whose_user_owns_the_file(tmp_path: Path) -> None:
+    output = tmp_path / "slurm-56.out"
+    output.write_text("step 1\nNCCL WARN NET/IB : Got completion from peer 10.0.0.7<4001> with error 12\n")
+    owner = output.stat().st_uid
+    _, observations = _snapshot_of(_job_line(user=f"me({owner})", stdout=output))
+    (tail,) = [item for item in observations if item.kind == "log_tail"]
+    assert "Got completion" in tail.text
+
+
+def test_the_snapshot_refuses_an_output_path_owned_by_someone_else(tmp_path: Path) -> None:
+    secret = tmp_path / "kubeconfig"
+    secret.write_text("client-key-data: c2VjcmV0\n")
+    stranger = secret.stat().st_uid + 4242  # the job's user is not the file's owner
+    reports, observations = _snapshot_of(_job_line(user=f"mallory({stranger})", stdout=secret))
+    assert [item for item in observations if item.kind == "log_tail"] == []
+    output = next(report for report in reports if report.name == "slurm.output")
+    assert output.outcome.value == "skipped" and "c2VjcmV0" not in output.detail
+
+
+def test_the_job_record_gives_the_users_uid() -> None:
+    from bot.diagnosis.collectors.slurm import cli as slurm_cli
+    from tests.collectors.test_slurm_finished_states import FAILED_LINE
+
+    assert slurm_cli.job_from_scontrol(FAILED_LINE).uid == 0
+    assert slurm_cli.job_from_scontrol(FAILED_LINE.replace("UserId=root(0)", "UserId=alice")).uid is None

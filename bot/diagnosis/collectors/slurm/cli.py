@@ -244,6 +244,7 @@ def job_from_scontrol(line: str) -> SlurmJob:
         job_id=record.get("JobId", ""),
         name=record.get("JobName", ""),
         user=user.split("(")[0],
+        uid=int(uid.group(1)) if (uid := re.search(r"\((\d{1,10})\)$", user)) else None,
         state=state,
         reason_raw=reason_raw.replace("_", " ") if reason_raw else None,
         reason_code=reason_code,

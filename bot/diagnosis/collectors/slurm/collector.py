@@ -7,8 +7,6 @@ bot.diagnosis.knowledge.slurm_reasons; node drain reasons carry Xid codes.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from bot.config import Settings, SnapshotBounds
 from bot.diagnosis.collectors.slurm.cli import CliBackend
 from bot.diagnosis.collectors.slurm.model import SlurmBackend, SlurmJob
@@ -54,26 +52,6 @@ def collect_slurm_job(
     ctx = SlurmContext(job_id=job_id, backend=backend, settings=chosen, budget=budget)
     result = engine.run_snapshot(stages=plan(ctx), budget=budget)
     return list(result.reports), list(result.observations), dict(ctx.placement)
-
-
-def read_job_output(*, path: str | None, job_id: str, max_bytes: int) -> tuple[str, str]:
-    """The tail of a job's stdout file as this host sees it (shared FS on a login node), and a note.
-
-    Returns (text, note): text is empty when the path is unset, unreadable or not a regular file.
-    """
-    if not path or path == "/dev/null":
-        return "", "job output: no StdOut file"
-    resolved = Path(path.replace("%j", job_id))
-    try:
-        if not resolved.is_file():
-            return "", f"job output: {resolved} is not visible from this host"
-        size = resolved.stat().st_size
-        with resolved.open("rb") as handle:
-            handle.seek(max(0, size - max_bytes))
-            data = handle.read(max_bytes)
-    except OSError as error:
-        return "", f"job output: cannot read {resolved} ({error.strerror})"
-    return data.decode("utf-8", "replace"), f"job output: last {len(data)} of {size} bytes of {resolved}"
 
 
 def job_placement(job: SlurmJob) -> dict[str, str]:

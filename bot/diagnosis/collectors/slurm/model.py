@@ -28,6 +28,7 @@ class SlurmJob:
     job_id: str
     name: str = ""
     user: str = ""
+    uid: int | None = None  # from the scheduler's record: whose files the job's output may be
     state: str = ""
     reason_raw: str | None = None
     reason_code: str | None = None

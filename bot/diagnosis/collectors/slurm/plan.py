@@ -20,8 +20,9 @@ from bot.diagnosis.collectors.fabric import nccl as fabric
 from bot.diagnosis.collectors.gpu import dcgm_metrics
 from bot.diagnosis.collectors.gpu import nvidia_smi as gpu
 from bot.diagnosis.collectors.slurm import observations as observe
-from bot.diagnosis.collectors.slurm.collector import involved_nodes, job_placement, read_job_output
+from bot.diagnosis.collectors.slurm.collector import involved_nodes, job_placement
 from bot.diagnosis.collectors.slurm.model import Fetched, SlurmBackend, SlurmJob, SlurmNode, SlurmPartition
+from bot.diagnosis.collectors.slurm.output import read_job_output
 from bot.diagnosis.engine import Budget, CollectorFailure, Sink, Stage, Step
 from bot.evidence.findings import CollectorOutcome, Observation, utcnow
 
@@ -148,9 +149,11 @@ def _read_output(ctx: SlurmContext, job: SlurmJob, sink: Sink) -> None:
     """The job's stdout tail as a log_tail observation plus any NCCL fabric errors in it."""
     observation = ctx.job_observation
     fields = observation.fields if observation is not None else {}
+    # The path comes from the job record (untrusted): the reader opens it only if the file is the job user's own.
     text, note = read_job_output(
         path=fields.get("stdout_path"),
         job_id=job.job_id,
+        job_uid=job.uid,
         max_bytes=ctx.settings.bounds.max_log_bytes_per_container,
     )
     if not text:

@@ -282,6 +282,7 @@ def job_from_rest(item: dict[str, Any]) -> SlurmJob:
         job_id=str(item.get("job_id", "")),
         name=str(item.get("name", "")),
         user=str(item.get("user_name", "")),
+        uid=item["user_id"] if isinstance(item.get("user_id"), int) else None,
         state=state,
         reason_raw=reason_raw,
         reason_code=reason_code,
