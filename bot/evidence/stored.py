@@ -38,6 +38,9 @@ def observation_from_dict(data: Mapping[str, Any]) -> Observation:
         command=str(data.get("command", "")),
         observed_at=observed_at,
         fields=dict(data.get("fields") or {}),
+        current=data.get("current", True) is not False,
+        resolved_by=str(data.get("resolved_by") or ""),
+        age_seconds=data.get("age_seconds") if isinstance(data.get("age_seconds"), int) else None,
     )
 
 
