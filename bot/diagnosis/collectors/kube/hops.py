@@ -165,7 +165,8 @@ def _operator_fields(pod: dict[str, Any], *, node: str) -> dict[str, Any]:
                  if (c.get("lastState") or {}).get("terminated")), None) or {}
     ready = bool(containers) and all(c.get("ready") for c in containers)
     phase = status.get("phase") or "Unknown"
-    return {"component": _component(pod), "node": node, "phase": phase, "ready": ready,
+    return {"component": _component(pod), "node": node, "namespace": pod["metadata"]["namespace"],
+            "pod": pod["metadata"]["name"], "phase": phase, "ready": ready,
             "restarts": sum(int(c.get("restartCount") or 0) for c in inits + containers),
             "waiting_reason": waiting.get("reason"), "message": waiting.get("message") or last.get("message"),
             "last_reason": last.get("reason"), "last_exit_code": last.get("exitCode"),
