@@ -47,6 +47,7 @@ class _Scored:
     rule: catalogue.Rule
     confidence: float
     share: float = 0.0
+    sources: frozenset[int] = frozenset()
 
     @property
     def score(self) -> float:
@@ -109,7 +110,11 @@ def _scope_and_nodes(
 ) -> tuple[findings.Scope | None, tuple[str, ...]]:
     """The seed's split for `auto` rules from distinct nodes and links, with the node(s) it names."""
     if not rule.scope_auto:
-        return rule.scope, ()
+        if rule.scope is not findings.Scope.NODE_LOCAL:
+            return rule.scope, ()
+        named = {str(obs.fields.get("node") or obs.subject.removeprefix("node/")) for obs in observations
+                 if obs.fields.get("node") or obs.subject.startswith("node/")}
+        return rule.scope, tuple(sorted(named)) if 0 < len(named) <= 3 else ()
     nodes, links = places(observations)
     if rule.layer is findings.Layer.FABRIC:
         if len(links) == 1:
@@ -212,6 +217,7 @@ def _build(*, rule: catalogue.Rule, matches: Sequence[matching.Match]) -> _Score
         rule=rule,
         confidence=max(match.confidence for match in matches),
         share=nodes / total if total else 0.0,
+        sources=frozenset(id(obs) for obs in observations),
     )
 
 
@@ -236,6 +242,25 @@ def _link_symptoms(scored: list[_Scored]) -> list[_Scored]:
             if explainer is not None:
                 finding = dataclasses.replace(item.finding, caused_by=explainer.rule.id)
                 item = dataclasses.replace(item, finding=finding)
+        linked.append(item)
+    return _follow_the_majority_reason(linked)
+
+
+def _follow_the_majority_reason(scored: list[_Scored]) -> list[_Scored]:
+    """A scheduler refusal is one decision: when the reason that rejected most nodes in a message is explained
+    by a cause elsewhere (GPUs missing on the node claimed for the pod), the minority reasons quoted beside it
+    in the same message (the CPU nodes' selector mismatch) are part of that picture, not a competing root."""
+    explained = [item for item in scored if item.finding.caused_by and item.share]
+    if not explained:
+        return scored
+    linked = []
+    for item in scored:
+        if item.share and not item.finding.caused_by and item.rule.layer is findings.Layer.SCHEDULER:
+            major = next((other for other in explained if other.share > item.share and other.sources & item.sources
+                          and other.rule.layer is item.rule.layer), None)
+            if major is not None:
+                item = dataclasses.replace(item, finding=dataclasses.replace(
+                    item.finding, caused_by=major.finding.caused_by))
         linked.append(item)
     return linked
 

@@ -34,6 +34,8 @@ class KubeContext:
     nominations: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     # Nodes read during the snapshot (wire form), by name: the hop planner and the history pass use them.
     nodes_read: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    # Nodes a hop has claimed for reading (concurrent hops to one node read it once).
+    hop_nodes: set[str] = dataclasses.field(default_factory=set)
     # One-hop reads beyond the target, in words, for the report.
     followed: list[str] = dataclasses.field(default_factory=list)
     missing_groups: list[str] = dataclasses.field(default_factory=list)

@@ -259,7 +259,8 @@ def _workload_problems(ctx: KubeContext, observations: Iterable[Observation]) ->
     return list(dict.fromkeys(problems)), completed
 
 
-def _pod_problems(pod: dict[str, Any], *, now: datetime, completed: bool) -> list[str]:
+def pod_problems(pod: dict[str, Any], *, now: datetime, completed: bool) -> list[str]:
+    """What is wrong with one pod now (empty when it runs cleanly or finished, or its job completed anyway)."""
     name, status = pod["metadata"]["name"], pod.get("status") or {}
     phase = status.get("phase") or "Unknown"
     if phase == "Succeeded" or (completed and phase == "Failed"):
@@ -296,7 +297,7 @@ def target_health(ctx: KubeContext, observations: Sequence[Observation], *, now:
         return None
     problems, completed = _workload_problems(ctx, observations)
     for pod in ctx.pods:
-        problems += _pod_problems(pod, now=now, completed=completed)
+        problems += pod_problems(pod, now=now, completed=completed)
     running = sum(1 for pod in ctx.pods if ready_since(pod) is not None)
     succeeded = sum(1 for pod in ctx.pods if (pod.get("status") or {}).get("phase") == "Succeeded")
     containers = sum(1 for obs in observations if obs.kind == "container_state")

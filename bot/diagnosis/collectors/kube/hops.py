@@ -66,8 +66,11 @@ def follow_pending(ctx: KubeContext, sink: Sink, *, target: str, why: str, gpus:
             return
         why = f"{why}, registered as node {node}"
     with ctx.lock:
-        if node in ctx.nodes_read:
-            return
+        taken = node in ctx.nodes_read or node in ctx.hop_nodes
+        ctx.hop_nodes.add(node)
+    if taken:
+        ctx.follow(f"{target}: {why} (node read once)")
+        return
     ctx.follow(f"node/{node}: {why}")
     kube_nodes.collect_node(ctx, sink, node=node, hop=why, expected_gpus=gpus)
     kube_events.collect_node_events(ctx, sink, node=node)

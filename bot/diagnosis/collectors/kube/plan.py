@@ -8,6 +8,7 @@ from typing import Any
 
 from bot.diagnosis.collectors.kube import aiperf, hops, kueue
 from bot.diagnosis.collectors.kube import events as kube_events
+from bot.diagnosis.collectors.kube import history as kube_history
 from bot.diagnosis.collectors.kube import logs as kube_logs
 from bot.diagnosis.collectors.kube import nodes as kube_nodes
 from bot.diagnosis.collectors.kube import pods as kube_pods
@@ -15,6 +16,7 @@ from bot.diagnosis.collectors.kube import workloads as kube_workloads
 from bot.diagnosis.collectors.kube.calls import Caller, build_api_client
 from bot.diagnosis.collectors.kube.context import DEFAULT_GPU_OPERATOR_NAMESPACES, KubeContext
 from bot.diagnosis.engine import Budget, Stage, Step
+from bot.evidence.findings import utcnow
 from bot.evidence.targets import Target, WorkloadKind
 
 MAX_PODS_IN_DETAIL = 16
@@ -41,7 +43,10 @@ def _pod_priority(pod: dict[str, Any]) -> int:
 
 
 def _failing(pod: dict[str, Any]) -> bool:
-    return _pod_priority(pod) == 0 and bool((pod.get("spec") or {}).get("nodeName"))
+    """A pod on a node that is failing now (a restart long ago on a container that has run cleanly since is not)."""
+    if not (pod.get("spec") or {}).get("nodeName"):
+        return False
+    return bool(kube_history.pod_problems(pod, now=utcnow(), completed=False))
 
 
 def plan(ctx: KubeContext) -> Sequence[Stage]:
