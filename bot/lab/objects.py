@@ -130,6 +130,10 @@ def terminated(*, reason: str, exit_code: int, ago: float = 120, message: str = 
     return {"terminated": data}
 
 
+# Waiting reasons of a container whose image is not on the node yet (the kubelet reports no imageID then).
+_NOT_PULLED = {"ErrImagePull", "ImagePullBackOff", "ContainerCreating", "PodInitializing", "InvalidImageName"}
+
+
 def _statuses(*, namespace: str, name: str, containers: list[dict[str, Any]], states: dict[str, dict[str, Any]],
               last_states: dict[str, dict[str, Any]] | None, restarts: dict[str, int] | None, phase: str,
               default: dict[str, Any]) -> list[dict[str, Any]]:
@@ -138,7 +142,8 @@ def _statuses(*, namespace: str, name: str, containers: list[dict[str, Any]], st
         state = states.get(spec["name"], default)
         statuses.append({
             "name": spec["name"], "image": spec["image"],
-            "imageID": f"{spec['image'].split(':')[0]}@{digest(spec['image'])}" if "waiting" not in state else "",
+            "imageID": "" if (state.get("waiting") or {}).get("reason") in _NOT_PULLED and not (last_states or {}).get(
+                spec["name"]) else f"{spec['image'].split(':')[0]}@{digest(spec['image'])}",
             "ready": "running" in state and phase == "Running", "started": "running" in state,
             "restartCount": (restarts or {}).get(spec["name"], 0), "state": state,
             "lastState": (last_states or {}).get(spec["name"], {}),

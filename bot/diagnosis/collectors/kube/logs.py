@@ -62,7 +62,7 @@ def choose_containers(ctx: KubeContext) -> list[LogTarget]:
     is failing; containers that never started are listed (to say why no log was read), never requested."""
     from bot.diagnosis.collectors.kube.pods import container_roles, has_started
 
-    failing, healthy = [], []
+    failing, healthy, unstarted = [], [], []
     for pod in ctx.pods:
         meta, status = pod["metadata"], pod.get("status") or {}
         roles = container_roles(pod)
@@ -74,14 +74,15 @@ def choose_containers(ctx: KubeContext) -> list[LogTarget]:
             is_failing = (restarted or (waiting and waiting.get("reason") not in QUIET_WAITING)
                           or (terminated and terminated.get("exitCode") not in (0, None)))
             started = has_started(item)
-            if not started and not is_failing:
-                continue  # waiting quietly for its turn (PodInitializing, ContainerCreating): nothing to read
             entry = LogTarget(namespace=meta["namespace"], pod=meta["name"], container=item["name"],
                               node=(pod.get("spec") or {}).get("nodeName"), previous=restarted,
                               failing=bool(is_failing), role=role, never_started=not started,
                               waiting_reason=str(waiting.get("reason") or ""))
-            (failing if is_failing else healthy).append(entry)
-    return failing + healthy[: 0 if failing else MAX_HEALTHY_CONTAINERS]
+            if not started:
+                unstarted.append(entry)  # no request: the report says why there is no log
+            else:
+                (failing if is_failing else healthy).append(entry)
+    return failing + healthy[: 0 if failing else MAX_HEALTHY_CONTAINERS] + unstarted
 
 
 def collect_log(ctx: KubeContext, sink: Sink, *, target: LogTarget) -> None:
