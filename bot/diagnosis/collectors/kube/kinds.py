@@ -10,7 +10,12 @@ from bot.evidence.targets import WorkloadKind
 
 
 class PodLookup(enum.StrEnum):
-    """How a kind's pods are found, always namespace-scoped and label- or field-selected."""
+    """How a kind's pods are found, always namespace-scoped and label- or field-selected.
+
+    Kinds marked `owned` keep only pods whose controller is the workload or a child it owns (read on the way);
+    the others trust a label only their own controller sets (JobSet, LWS, KServe, Ray, Volcano, AIPerf), since
+    checking ownership through their intermediate Jobs would cost a read per child.
+    """
 
     LABELS = "labels"  # a label the controller sets to the workload's name (first label that finds pods wins)
     SELECTOR = "selector"  # the object's own spec.selector; pods kept only when the workload (or its child) owns them
@@ -92,7 +97,7 @@ KINDS: dict[WorkloadKind, KindSpec] = {
                                       plural="jobs", lookup=PodLookup.LABELS, labels=("volcano.sh/job-name",),
                                       title="Volcano Job"),
     WorkloadKind.CRONJOB: KindSpec(kind=WorkloadKind.CRONJOB, group="batch", versions=("v1",), plural="cronjobs",
-                                   lookup=PodLookup.CRONJOB, model="V1CronJob", title="CronJob"),
+                                   lookup=PodLookup.CRONJOB, owned=True, model="V1CronJob", title="CronJob"),
     WorkloadKind.DAEMONSET: KindSpec(kind=WorkloadKind.DAEMONSET, group="apps", versions=("v1",), plural="daemonsets",
                                      lookup=PodLookup.SELECTOR, owned=True, model="V1DaemonSet", title="DaemonSet"),
     WorkloadKind.REPLICASET: KindSpec(kind=WorkloadKind.REPLICASET, group="apps", versions=("v1",),
