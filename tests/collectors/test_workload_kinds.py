@@ -141,9 +141,8 @@ def test_a_custom_resource_is_found_through_discovery_by_plural_singular_or_kind
 
 
 def test_a_custom_resource_of_a_group_the_cluster_does_not_serve_is_not_found(tmp_path: Path) -> None:
-    with running_lab(tmp_path=tmp_path, state=_cluster(WorkloadKind.JOB)) as lab:
-        with pytest.raises(TargetNotFound):
-            diagnose(target=f"notebooks.kubeflow.example/{NS}/w", settings=lab.settings())
+    with running_lab(tmp_path=tmp_path, state=_cluster(WorkloadKind.JOB)) as lab, pytest.raises(TargetNotFound):
+        diagnose(target=f"notebooks.kubeflow.example/{NS}/w", settings=lab.settings())
 
 
 def test_a_cronjobs_run_is_named_by_its_scheduled_minute_as_the_controller_names_it() -> None:
