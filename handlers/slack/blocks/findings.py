@@ -87,9 +87,13 @@ def _header(text: str, *, budget: _Budget) -> dict[str, Any]:
 
 
 def _verdict_text(*, verdict: findings.Verdict) -> str:
+    if findings_markdown.no_current_failure(verdict):
+        return f"*Verdict: no current failure* (no layer)\n{escape(verdict.summary)}"
     if verdict.layer is None:
         return f"*Verdict: layer unknown*\n{escape(verdict.summary)}"
     scope = f" · scope `{verdict.scope.value}`" if verdict.scope else ""
+    if verdict.scope_nodes and len(verdict.scope_nodes) <= 3:
+        scope += f" ({escape(' <-> '.join(verdict.scope_nodes))})"
     return (
         f"*Verdict: `{verdict.layer.value}`*{scope} · confidence {verdict.confidence:.2f}\n"
         f"{escape(verdict.summary)}"
@@ -101,6 +105,8 @@ def _finding_blocks(*, item: findings.Finding, budget: _Budget) -> list[dict[str
     lines = [f"*{item.severity.value.upper()}* {escape(item.summary)}"]
     if item.caused_by:
         lines.append(f"_caused by_ `{item.caused_by}` (downstream symptom)")
+    if not item.current:
+        lines.append(f"_history:_ {escape(item.resolved_by or 'recovered since')}")
     evidence = item.evidence[0] if item.evidence else None
     if evidence is not None:
         lines.append(budget.excerpt(evidence.excerpt))
@@ -153,7 +159,8 @@ def render_findings(*, snapshot: report.SnapshotReport, incident_key: str) -> Re
                 f"snapshot {findings._plain(snapshot.taken_at)} · {snapshot.elapsed_ms} ms",
                 f"{len(snapshot.findings)} finding(s) · {len(snapshot.unexplained)} unexplained",
             ]
-            + ([f"not checked: {escape(', '.join(snapshot.not_checked))}"] if snapshot.not_checked else []),
+            + ([f"not checked: {escape(', '.join(snapshot.not_checked))}"] if snapshot.not_checked else [])
+            + ([f"followed one hop: {escape('; '.join(snapshot.followed))}"] if snapshot.followed else []),
             budget=budget,
         ),
     ]
