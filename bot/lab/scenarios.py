@@ -541,6 +541,8 @@ def healthy() -> Scenario:
 
 VLLM_IMAGE = "vllm/vllm-openai:v0.6.3"
 CUSTOM_GROUP = "serving.example.com"
+# The chart's `rbac.extraReadResources` an operator adds to let the bot read the lab's custom resource.
+CUSTOM_READ_RESOURCES = ({"apiGroup": CUSTOM_GROUP, "resources": ["modelservers"]},)
 
 
 def _vllm_container(*, name: str = "vllm", image: str = VLLM_IMAGE, gpus: int = 4) -> dict[str, Any]:
