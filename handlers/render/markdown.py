@@ -16,6 +16,14 @@ def no_current_failure(verdict: findings.Verdict) -> bool:
     return verdict.layer is None and verdict.summary.startswith("No current failure")
 
 
+def scope_nodes_text(verdict: findings.Verdict) -> str:
+    """`a <-> b` for a path, the node for node-local, a few nodes otherwise; empty when none or many."""
+    nodes = verdict.scope_nodes
+    if not nodes or len(nodes) > 3:
+        return ""
+    return " <-> ".join(nodes) if verdict.scope is findings.Scope.PATH_LOCAL and len(nodes) == 2 else ", ".join(nodes)
+
+
 def verdict_line(*, verdict: findings.Verdict) -> str:
     """One line: the layer (or unknown / no current failure), scope and confidence, then the summary."""
     if no_current_failure(verdict):
@@ -23,7 +31,7 @@ def verdict_line(*, verdict: findings.Verdict) -> str:
     if verdict.layer is None:
         return f"Verdict: layer unknown (confidence {verdict.confidence:.2f}). {verdict.summary}"
     scope = f", {verdict.scope.value}" if verdict.scope else ""
-    where = f" {' <-> '.join(verdict.scope_nodes)}" if verdict.scope_nodes and len(verdict.scope_nodes) <= 3 else ""
+    where = f" {scope_nodes_text(verdict)}" if scope_nodes_text(verdict) else ""
     return f"Verdict: {verdict.layer.value}{scope}{where} (confidence {verdict.confidence:.2f}). {verdict.summary}"
 
 

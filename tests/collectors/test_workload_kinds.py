@@ -186,3 +186,28 @@ def test_a_jobs_request_count_stays_within_twice_what_it_was(tmp_path: Path) -> 
         diagnose(target="ml/train-llm", settings=lab.settings())
         count = len(lab.server.requests)
     assert count <= 22, count
+
+
+def test_a_crash_looping_sidecar_is_observed_as_a_sidecar_and_its_previous_log_read(tmp_path: Path) -> None:
+    state = ClusterState()
+    state.add(o.namespace(NS))
+    state.add(o.node(name="gpu-node-01", ip="10.0.1.11"))
+    proxy = {**o.container(name="proxy", image="envoyproxy/envoy:v1.31", memory="256Mi", cpu="100m"),
+             "restartPolicy": "Always"}
+    state.add(o.pod(namespace=NS, name="w", node_name="gpu-node-01", containers=[CONTAINER], init_containers=[proxy],
+                    restart_policy="Always",
+                    init_states={"proxy": o.waiting("CrashLoopBackOff", "back-off 40s")},
+                    init_last_states={"proxy": o.terminated(reason="Error", exit_code=1, ago=30)},
+                    init_restarts={"proxy": 3}))
+    state.add_log(namespace=NS, pod="w", container="proxy", previous=True,
+                  text="[critical][main] error initializing configuration '/etc/envoy/envoy.yaml': missing cluster\n")
+    with running_lab(tmp_path=tmp_path, state=state) as lab:
+        report = diagnose(target=f"pod/{NS}/w", settings=lab.settings())
+        logs = [record.query for record in lab.server.requests if record.path.endswith("/log")]
+    sidecar = next(item for item in report.observations if item.kind == "container_state"
+                   and item.fields["container"] == "proxy")
+    assert sidecar.fields["role"] == "sidecar" and sidecar.text.startswith("sidecar container proxy waiting")
+    assert any("container=proxy" in query and "previous=true" in query for query in logs)
+    assert any(item.kind == "log_line" and "missing cluster" in item.text for item in report.observations)
+    health = next(item for item in report.observations if item.kind == "target_health")
+    assert health.fields["healthy"] is False and any("sidecar container proxy" in p for p in health.fields["problems"])

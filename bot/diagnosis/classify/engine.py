@@ -110,11 +110,7 @@ def _scope_and_nodes(
 ) -> tuple[findings.Scope | None, tuple[str, ...]]:
     """The seed's split for `auto` rules from distinct nodes and links, with the node(s) it names."""
     if not rule.scope_auto:
-        if rule.scope is not findings.Scope.NODE_LOCAL:
-            return rule.scope, ()
-        named = {str(obs.fields.get("node") or obs.subject.removeprefix("node/")) for obs in observations
-                 if obs.fields.get("node") or obs.subject.startswith("node/")}
-        return rule.scope, tuple(sorted(named)) if 0 < len(named) <= 3 else ()
+        return rule.scope, (_named_nodes(observations) if rule.scope is findings.Scope.NODE_LOCAL else ())
     nodes, links = places(observations)
     if rule.layer is findings.Layer.FABRIC:
         if len(links) == 1:
@@ -129,8 +125,15 @@ def _scope_and_nodes(
         # No peer resolved: a transport error still names a path, just not both of its ends.
         return (findings.Scope.FABRIC_WIDE if len(nodes) >= 3 else findings.Scope.PATH_LOCAL), tuple(sorted(nodes))
     if rule.layer is findings.Layer.RUNTIME:
-        return findings.Scope.NODE_LOCAL, tuple(sorted(nodes)) if len(nodes) <= 3 else ()
+        return findings.Scope.NODE_LOCAL, _named_nodes(observations)
     return findings.Scope.WORKLOAD, ()
+
+
+def _named_nodes(observations: Sequence[findings.Observation]) -> tuple[str, ...]:
+    """The few nodes a node-local finding is about (from `node` fields or node subjects); none when many."""
+    named = {str(obs.fields.get("node") or obs.subject.removeprefix("node/")) for obs in observations
+             if obs.fields.get("node") or obs.subject.startswith("node/")}
+    return tuple(sorted(named)) if 0 < len(named) <= 3 else ()
 
 
 def derive_scope(

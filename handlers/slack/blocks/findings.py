@@ -92,8 +92,8 @@ def _verdict_text(*, verdict: findings.Verdict) -> str:
     if verdict.layer is None:
         return f"*Verdict: layer unknown*\n{escape(verdict.summary)}"
     scope = f" · scope `{verdict.scope.value}`" if verdict.scope else ""
-    if verdict.scope_nodes and len(verdict.scope_nodes) <= 3:
-        scope += f" ({escape(' <-> '.join(verdict.scope_nodes))})"
+    if findings_markdown.scope_nodes_text(verdict):
+        scope += f" ({escape(findings_markdown.scope_nodes_text(verdict))})"
     return (
         f"*Verdict: `{verdict.layer.value}`*{scope} · confidence {verdict.confidence:.2f}\n"
         f"{escape(verdict.summary)}"
