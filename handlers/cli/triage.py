@@ -5,16 +5,15 @@ from __future__ import annotations
 import enum
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from bot.config import load_settings
-from bot.diagnosis import compare as compare_mod
-from bot.evidence.report import SnapshotReport
-from bot.evidence.targets import InvalidTarget, Platform, parse_target
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from bot.diagnosis import compare as compare_mod
+    from bot.evidence.report import SnapshotReport
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_UNREACHABLE = 0, 2, 3, 4
 
@@ -34,6 +33,7 @@ def _fail(message: str, *, code: int) -> typer.Exit:
 
 def _snapshot(*, raw: str, settings: Any) -> SnapshotReport:
     from bot.diagnosis import service as diagnose_mod
+    from bot.evidence.targets import InvalidTarget, Platform, parse_target
 
     try:
         target = parse_target(raw)
@@ -54,6 +54,8 @@ def _snapshot(*, raw: str, settings: Any) -> SnapshotReport:
 
 def render_text(console: Console, report: SnapshotReport, differences: list[compare_mod.Difference] | None) -> None:
     """The report for a terminal, with rich tables."""
+    from rich.table import Table
+
     from handlers.render.markdown import no_current_failure
 
     verdict = report.verdict
@@ -109,6 +111,8 @@ def register(app: typer.Typer) -> None:
             raise _fail("--deadline must be between 0 and 600 seconds", code=EXIT_BAD_INPUT)
         if kubeconfig is not None and not kubeconfig.is_file():
             raise _fail(f"--kubeconfig {kubeconfig} is not a readable file", code=EXIT_BAD_INPUT)
+        from bot.config import load_settings
+
         settings = load_settings()
         updates: dict[str, Any] = {}
         if kubeconfig is not None:
@@ -122,6 +126,8 @@ def register(app: typer.Typer) -> None:
         differences = None
         if compare:
             healthy = _snapshot(raw=compare, settings=settings)
+            from bot.diagnosis import compare as compare_mod
+
             differences = compare_mod.compare_snapshots(failing=report, healthy=healthy)
         if output is OutputFormat.JSON:
             data = report.to_dict()
@@ -133,6 +139,8 @@ def register(app: typer.Typer) -> None:
 
             typer.echo(render_markdown(snapshot=report, differences=differences), nl=False)
         else:
+            from rich.console import Console
+
             render_text(Console(), report, differences)
 
     app.add_typer(triage, name="triage")

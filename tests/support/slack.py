@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import hmac
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import requests
 
 from bot.config import Settings
 from bot.evidence.report import Diagnoser
+from bot.lab import slack_events
 from bot.lab.demo import minimal_diagnoser
 from bot.lab.slack_api import BOT_TOKEN, SlackApiStandIn
 from handlers.ops import server as http_server
@@ -29,21 +29,19 @@ SIGNING_SECRET = "lab-signing-secret-0123456789abcdef"
 
 def sign(*, body: str, secret: str = SIGNING_SECRET, timestamp: int | None = None) -> dict[str, str]:
     """The two headers Slack sends: `X-Slack-Request-Timestamp` and `X-Slack-Signature` (v0 HMAC-SHA256)."""
-    stamp = str(int(time.time()) if timestamp is None else timestamp)
-    digest = hmac.new(secret.encode(), f"v0:{stamp}:{body}".encode(), hashlib.sha256).hexdigest()
-    return {"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": f"v0={digest}"}
+    return slack_events.signature_headers(body=body, secret=secret, timestamp=timestamp)
 
 
-def slash_body(
+def slash_fields(
     *,
     text: str,
     user_id: str = "U0ALICE",
     channel_id: str = "C0INC",
     trigger_id: str | None = None,
     response_url: str = "http://127.0.0.1:9/response-unused",
-) -> str:
-    """A form-encoded slash command body like Slack's."""
-    fields = {
+) -> dict[str, str]:
+    """A slash command's fields as Slack sends them: form-encoded over HTTP, a JSON object over Socket Mode."""
+    return {
         "token": "deprecated-verification-token",
         "team_id": "T0LAB",
         "team_domain": "lab",
@@ -58,7 +56,11 @@ def slash_body(
         "response_url": response_url,
         "trigger_id": trigger_id or f"{time.time_ns()}.lab.{hashlib.sha1(text.encode()).hexdigest()[:8]}",
     }
-    return urllib.parse.urlencode(fields)
+
+
+def slash_body(**fields: Any) -> str:
+    """A form-encoded slash command body like Slack's (arguments as for `slash_fields`)."""
+    return urllib.parse.urlencode(slash_fields(**fields))
 
 
 @dataclasses.dataclass(kw_only=True)
