@@ -5,7 +5,10 @@ measures (1) the snapshot's own time inside a warm process, (2) the whole `triag
 (3) the sweep `kubectl get events -A --sort-by=.lastTimestamp`, `kubectl get pods -A -o wide`,
 `kubectl get nodes -o wide` against the same server: wall time, API requests, bytes read, peak RSS.
 
-Run: PYTHONPATH=$PWD python3 bench/bench_snapshot.py [--nodes N --pods N --events N]
+Then (4) the request count and own time of one snapshot per workload kind, on the lab scenarios (a batch Job
+first: its request count must stay within 2x of what it was before every kind was resolved).
+
+Run: PYTHONPATH=$PWD python3 bench/bench_snapshot.py [--nodes N --pods N --events N] [--kinds-only]
 """
 
 from __future__ import annotations
@@ -30,6 +33,14 @@ from bot.lab.kube_api import ClusterState, KubeApiServer
 
 TARGET = "ml/train-llm"
 TARGETS = {"snapshot": 1.0, "ratio": 20.0, "rss_mb": 150.0}
+# (scenario, target): one per kind; the batch Job's count before issue 13 is the budget's baseline.
+KIND_TARGETS = (("crashloop", "ml/train-llm"), ("nccl-ib", "ml/train-llm"), ("gpu-xid", "ml/train-llm"),
+                ("aiperf-crashloop", "aiperfjob/perf/bench-llm"), ("vllm-crashloop", "deployment/serving/vllm-llama"),
+                ("statefulset-nfs", "statefulset/serving/triton-ensemble"), ("cronjob-latest", "cronjob/ml/nightly-eval"),
+                ("rayjob-pending", "rayjob/ml/rl-tune"), ("inferenceservice-oom", "inferenceservice/serving/llama-isvc"),
+                ("bare-pod", "pod/ml/gpu-smoke"), ("unknown-crd", "modelservers.serving.example.com/serving/llama-srv"),
+                ("pending-node-no-driver", "ml/train-llm"), ("vllm-crashloop", "serving/vllm-llama"))
+JOB_REQUESTS_BEFORE = 11  # the crash-looping batch Job of `crashloop`, measured before issue 13
 
 
 def add_filler(state: ClusterState, *, nodes: int, pods: int, events: int) -> None:
@@ -118,16 +129,57 @@ def _snapshot_child(kubeconfig: str) -> None:
                       "rss_mb": _peak_rss_mb(os.getpid())}))
 
 
+def _kinds_child() -> None:
+    """In a fresh, warm process: one snapshot per kind on its lab scenario; requests and own time as JSON lines."""
+    from bot.config import load_settings
+    from bot.diagnosis.collectors.kube import calls as kube_calls
+    from bot.diagnosis.service import diagnose
+
+    kube_calls.preload_models()
+    for scenario, target in KIND_TARGETS:
+        with KubeApiServer(state=scenarios.build(scenario).state) as server:
+            folder = Path(tempfile.mkdtemp(prefix="bench-kinds-"))
+            settings = load_settings(KUBECONFIG=str(server.write_kubeconfig(path=folder / "kubeconfig")))
+            started = time.perf_counter()
+            report = diagnose(target=target, settings=settings)
+            elapsed = time.perf_counter() - started
+            print(json.dumps({"scenario": scenario, "target": target, "kind": report.target_kind,
+                              "requests": len(server.requests), "snapshot_s": elapsed,
+                              "layer": report.verdict.layer.value if report.verdict.layer else None,
+                              "confidence": report.verdict.confidence, "hops": len(report.followed)}))
+
+
+def _print_kinds(env: dict[str, str]) -> None:
+    result = subprocess.run([sys.executable, __file__, "--kinds-child"], env=env, cwd=ROOT, capture_output=True,
+                            text=True, check=True)
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    print(f"{'target (lab scenario)':58}{'kind':>34}{'requests':>10}{'own s':>8}{'hops':>6}  verdict")
+    for row in rows:
+        print(f"{row['target'] + ' (' + row['scenario'] + ')':58}{row['kind']:>34}{row['requests']:>10}"
+              f"{row['snapshot_s']:>8.3f}{row['hops']:>6}  {row['layer']} {row['confidence']:.2f}")
+    job = next(row for row in rows if row["scenario"] == "crashloop")
+    print(f"batch Job: {job['requests']} requests (before: {JOB_REQUESTS_BEFORE}; within 2x: "
+          f"{'met' if job['requests'] <= 2 * JOB_REQUESTS_BEFORE else 'MISSED'})")
+
+
 def main() -> None:
     """Build, serve, measure, print figures and ratios."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--nodes", type=int, default=5_000)
     parser.add_argument("--pods", type=int, default=50_000)
     parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--kinds-only", action="store_true", help="only the per-kind request counts")
     parser.add_argument("--snapshot-child", help=argparse.SUPPRESS)
+    parser.add_argument("--kinds-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.snapshot_child:
         _snapshot_child(args.snapshot_child)
+        return
+    if args.kinds_child:
+        _kinds_child()
+        return
+    if args.kinds_only:
+        _print_kinds({**os.environ, "PYTHONPATH": str(ROOT)})
         return
     started = time.perf_counter()
     state = scenarios.build("nccl-ib").state
@@ -177,6 +229,7 @@ def main() -> None:
           f"{'met' if child['snapshot_s'] < TARGETS['snapshot'] else 'MISSED'}), "
           f"peak RSS {command['rss_mb']:.0f} MB whole command (< {TARGETS['rss_mb']:.0f} MB: "
           f"{'met' if command['rss_mb'] < TARGETS['rss_mb'] else 'MISSED'})")
+    _print_kinds(env)
 
 
 if __name__ == "__main__":

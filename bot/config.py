@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 class SnapshotBounds(BaseSettings):
@@ -56,6 +59,9 @@ class Settings(BaseSettings):
     kubeconfig: Path | None = Field(default=None, alias="KUBECONFIG")
     kube_context: str | None = Field(default=None, alias="TRIAGE_KUBE_CONTEXT")
     in_cluster: bool = Field(default=False, alias="TRIAGE_IN_CLUSTER")
+    # Where the GPU operator / device plugin pods run; read (field-selected by node) under failing or nominated
+    # nodes. Comma-separated; add kube-system when the device plugin is installed without the operator.
+    gpu_operator_namespaces: str = Field(default="gpu-operator", alias="TRIAGE_GPU_OPERATOR_NAMESPACES")
 
     # Slurm
     slurm_backend: str = Field(default="cli", alias="TRIAGE_SLURM_BACKEND")  # cli | rest | off
@@ -89,6 +95,12 @@ class Settings(BaseSettings):
     def admin_user_ids(self) -> frozenset[str]:
         """Slack user ids allowed to act as commander on any incident."""
         return frozenset(item.strip() for item in self.slack_admin_user_ids.split(",") if item.strip())
+
+    @property
+    def gpu_operator_namespace_list(self) -> tuple[str, ...]:
+        """The GPU operator namespaces as valid namespace names (anything else is ignored, never requested)."""
+        names = (item.strip() for item in self.gpu_operator_namespaces.split(","))
+        return tuple(dict.fromkeys(name for name in names if _NAMESPACE.fullmatch(name)))
 
     @property
     def snapshot_allowed_user_ids(self) -> frozenset[str]:

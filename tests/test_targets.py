@@ -33,7 +33,7 @@ def test_numbers_are_slurm_jobs(raw: str) -> None:
         "../etc/passwd",
         "ns/Name",
         "x/y/z/w",
-        "deployment/ns/a",
+        "service/ns/a",
         "slurm:12a",
         "0",
         "ns/a\nb",

@@ -4,9 +4,11 @@ account), the classifier reads what it found, and the report is redacted once be
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import threading
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,8 @@ ClusterUnreachable = kube_calls.ClusterUnreachable
 
 
 class TargetNotFound(SnapshotUnavailable, LookupError):
-    """No workload of any accepted kind has that name in that namespace (or Slurm does not know the job)."""
+    """No workload of any accepted kind has that name in that namespace (or Slurm does not know the job);
+    the message names the kinds tried and, for `namespace/name`, how to name another kind."""
 
 
 def classify(observations: Sequence[Observation]) -> Diagnosis:
@@ -51,33 +54,44 @@ def diagnose(
     """Take one bounded snapshot of `target` and classify it; raises TargetNotFound / ClusterUnreachable.
     `api_client` and `slurm_backend` replace the ones built from the settings (tests, the lab)."""
     parsed = parse_target(target) if isinstance(target, str) else target
+    if parsed.platform is Platform.KUBERNETES:
+        kube_calls.preload_models()  # once per process, before the deadline starts: not charged to the snapshot
     taken_at = utcnow()
     budget = engine.Budget(bounds=settings.bounds)
+    followed: tuple[str, ...] = ()
     if parsed.platform is Platform.SLURM:
         result, kind, placement = _slurm(target=parsed, settings=settings, budget=budget, backend=slurm_backend,
                                          probe_gpus=probe_gpus)
     else:
-        result, kind, placement = _kubernetes(target=parsed, settings=settings, budget=budget, api_client=api_client)
-    observations = list(result.observations) + _engine_observations(result.reports)
+        result, kind, followed = _kubernetes(target=parsed, settings=settings, budget=budget, api_client=api_client)
+        placement = {}
+    observations = _aged(list(result.observations) + _engine_observations(result.reports), now=taken_at)
     diagnosis = classify(observations)
     extra = _snapshot_findings(observations, already={f.rule for f in diagnosis.findings})
     return redact.redact_report(SnapshotReport(  # the one redaction step: whoever renders it, it leaves redacted
         target=parsed.key, target_kind=kind, taken_at=taken_at, elapsed_ms=budget.elapsed_ms(),
         verdict=diagnosis.verdict, findings=tuple(diagnosis.findings) + tuple(extra), collectors=result.reports,
         observations=tuple(observations), placement={**placement, **placement_from(observations)},
-        not_checked=result.not_checked, unexplained=diagnosis.unexplained))
+        not_checked=result.not_checked, unexplained=diagnosis.unexplained, followed=followed))
+
+
+def _aged(observations: list[Observation], *, now: datetime) -> list[Observation]:
+    """Every observation carries how long before the snapshot it was last true."""
+    return [dataclasses.replace(item, age_seconds=max(0, int((now - item.observed_at).total_seconds())))
+            for item in observations]
 
 
 def _kubernetes(
     *, target: Target, settings: Settings, budget: engine.Budget, api_client: Any
-) -> tuple[engine.SnapshotResult, str, dict[str, str]]:
+) -> tuple[engine.SnapshotResult, str, tuple[str, ...]]:
+    from bot.diagnosis.collectors.kube import history as kube_history
     from bot.diagnosis.collectors.kube import plan as kube_plan
 
-    kube_calls.preload_models()  # once per process; not charged to the snapshot's deadline
     try:
         ctx = kube_plan.context_for(target=target, budget=budget, api_client=api_client,
                                     kubeconfig=settings.kubeconfig, kube_context=settings.kube_context,
-                                    in_cluster=settings.in_cluster)
+                                    in_cluster=settings.in_cluster,
+                                    gpu_operator_namespaces=settings.gpu_operator_namespace_list)
     except Exception as exc:
         raise ClusterUnreachable(
             f"no Kubernetes credentials ({exc}); set KUBECONFIG, or TRIAGE_IN_CLUSTER=true inside a cluster"
@@ -91,11 +105,14 @@ def _kubernetes(
         raise ClusterUnreachable(ctx.unreachable)
     workload_report = next((r for r in result.reports if r.name == "workload"), None)
     if ctx.workload is None and workload_report is not None and workload_report.outcome is CollectorOutcome.OK:
-        raise TargetNotFound(f"no Job, JobSet, PyTorchJob or AIPerfJob named {target.name} in namespace "
-                             f"{target.namespace}" if not target.kind else
-                             f"no {target.kind.value} named {target.name} in namespace {target.namespace}")
-    kind = ctx.kind.value if ctx.kind else (target.kind.value if target.kind else "")
-    return result, kind, {}
+        missing = next((item for item in result.observations if item.kind == "workload_not_found"), None)
+        raise TargetNotFound(missing.text if missing is not None else
+                             f"no workload named {target.name} in namespace {target.namespace}")
+    # The present over the past: resolved history is marked, and the target's health is stated once.
+    marked = kube_history.mark(ctx, result.observations, now=utcnow())
+    result = dataclasses.replace(result, observations=tuple(marked))
+    kind = ctx.kind_name if ctx.workload is not None else (target.kind.value if target.kind else target.resource or "")
+    return result, kind, tuple(ctx.followed)
 
 
 def _slurm(

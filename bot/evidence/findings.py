@@ -78,6 +78,8 @@ class Observation:
 
     Structured `fields` come first for rules (reason, exit_code, condition...); `text` is the
     human-readable line that regex rules fall back to. `command` is what a human would run to see it.
+    `current` is False when the object has since recovered (`resolved_by` says how): history is shown,
+    never made a verdict. `age_seconds` is how long before the snapshot the fact was last true.
     """
 
     source: str
@@ -87,6 +89,9 @@ class Observation:
     command: str
     observed_at: datetime
     fields: dict[str, Any] = dataclasses.field(default_factory=dict)
+    current: bool = True
+    resolved_by: str = ""
+    age_seconds: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -122,6 +127,9 @@ class Finding:
     scope: Scope | None = None
     subject: str = ""
     caused_by: str | None = None
+    scope_nodes: tuple[str, ...] = ()
+    current: bool = True
+    resolved_by: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; `next_step` is published as `next` in the stable schema."""
@@ -138,6 +146,7 @@ class Verdict:
     confidence: float
     summary: str
     scope: Scope | None = None
+    scope_nodes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

@@ -264,6 +264,7 @@ def redact_observation(observation: findings.Observation) -> findings.Observatio
         text=redact_text(observation.text),
         command=redact_text(observation.command),
         fields=redact_value(dict(observation.fields)),
+        resolved_by=redact_text(observation.resolved_by),
     )
 
 
@@ -285,6 +286,7 @@ def redact_finding(finding: findings.Finding) -> findings.Finding:
         summary=redact_text(finding.summary),
         next_step=redact_text(finding.next_step),
         subject=redact_text(finding.subject),
+        resolved_by=redact_text(finding.resolved_by),
         evidence=tuple(redact_evidence(item) for item in finding.evidence),
     )
 
@@ -302,4 +304,5 @@ def redact_report(snapshot: report.SnapshotReport) -> report.SnapshotReport:
         unexplained=tuple(redact_observation(item) for item in snapshot.unexplained),
         placement={key: redact_value(value, name=key) for key, value in snapshot.placement.items()},
         not_checked=tuple(redact_text(item) for item in snapshot.not_checked),
+        followed=tuple(redact_text(item) for item in snapshot.followed),
     )

@@ -27,7 +27,8 @@ class SnapshotReport:
 
     `placement` holds the handoff's "versions and placement" facts (images, digests, nodes, GPU
     products, driver/CUDA/NCCL versions) as flat string pairs; `not_checked` lists what bounds,
-    permissions or errors kept us from looking at.
+    permissions or errors kept us from looking at; `followed` lists the one-hop reads beyond the target
+    (a nominated or claimed node, the GPU operator pods on a node) and why each was made.
     """
 
     target: str
@@ -41,6 +42,7 @@ class SnapshotReport:
     placement: dict[str, str] = dataclasses.field(default_factory=dict)
     not_checked: tuple[str, ...] = ()
     unexplained: tuple[findings.Observation, ...] = ()
+    followed: tuple[str, ...] = ()
 
     def to_dict(self, *, include_observations: bool = False) -> dict[str, Any]:
         """The documented JSON schema (docs/snapshot-schema.md)."""
@@ -55,6 +57,7 @@ class SnapshotReport:
             "placement": dict(self.placement),
             "not_checked": list(self.not_checked),
             "unexplained": [item.to_dict() for item in self.unexplained],
+            "followed": list(self.followed),
             "elapsed_ms": self.elapsed_ms,
         }
         if include_observations:

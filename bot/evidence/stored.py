@@ -38,6 +38,9 @@ def observation_from_dict(data: Mapping[str, Any]) -> Observation:
         command=str(data.get("command", "")),
         observed_at=observed_at,
         fields=dict(data.get("fields") or {}),
+        current=data.get("current", True) is not False,
+        resolved_by=str(data.get("resolved_by") or ""),
+        age_seconds=data.get("age_seconds") if isinstance(data.get("age_seconds"), int) else None,
     )
 
 
@@ -63,10 +66,29 @@ def host_logs(observations: Iterable[Observation]) -> dict[str, str]:
     return {host: "\n".join(found) + "\n" for host, found in lines.items()}
 
 
+def host_nodes(observations: Iterable[Observation]) -> dict[str, str]:
+    """Names a stored snapshot resolved to nodes: pod names, hostnames and IPs (pods), log hosts and peers."""
+    table: dict[str, str] = {}
+    for item in observations:
+        fields = item.fields
+        if item.kind == "pod_phase" and fields.get("node"):
+            for name in (item.subject.rsplit("/", 1)[-1], fields.get("hostname"), fields.get("pod_ip")):
+                if name:
+                    table.setdefault(str(name), str(fields["node"]))
+        elif item.kind == "log_line":
+            for name, node in ((fields.get("host"), fields.get("host_node")), (fields.get("peer"), fields.get("peer_node")),
+                               (fields.get("peer_ip"), fields.get("peer_node"))):
+                if name and node:
+                    table.setdefault(str(name), str(node))
+    return table
+
+
 def fabric_evidence(*, observations: Iterable[Observation], subject: str, max_events: int = 500) -> FabricEvidence:
-    """Run the fabric scope logic over the NCCL lines a snapshot collected."""
+    """Run the fabric scope logic over the NCCL lines a snapshot collected, counting distinct nodes."""
+    observations = list(observations)
     logs = host_logs(observations)
-    found = fabric.fabric_observations(logs=logs, observed_at=utcnow(), subject=subject, max_events=max_events)
+    found = fabric.fabric_observations(logs=logs, observed_at=utcnow(), subject=subject, max_events=max_events,
+                                       host_nodes=host_nodes(observations))
     scope = next((item.fields for item in found if item.kind == "fabric_scope"), None)
     events = tuple(item for item in found if item.kind == "nccl_error")
     return FabricEvidence(scope=scope, events=events, hosts_with_logs=tuple(sorted(logs)))

@@ -12,11 +12,8 @@ _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 _SLURM_JOB_ID = re.compile(r"[1-9][0-9]{0,9}(_[0-9]{1,6})?")
 MAX_ID_LENGTH = 300
 
-ACCEPTED_FORMS = (
-    "`namespace/name` (Kubernetes), `kind/namespace/name` with kind one of "
-    "job, jobset, pytorchjob, aiperfjob (e.g. `aiperfjob/perf/bench-1`), "
-    "or a Slurm job as a bare number or `slurm:<number>` (e.g. `88123`)"
-)
+# A custom resource the bot has no table entry for: `<plural>.<group>` as kubectl spells it (CRD groups have a dot).
+_CUSTOM_RESOURCE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?){2,}")
 
 
 class Platform(enum.StrEnum):
@@ -27,12 +24,41 @@ class Platform(enum.StrEnum):
 
 
 class WorkloadKind(enum.StrEnum):
-    """Kubernetes workload kinds we look up, in the order `namespace/name` tries them."""
+    """Kubernetes workload kinds we resolve to their pods; `namespace/name` tries them in this order."""
 
     JOB = "job"
     JOBSET = "jobset"
     PYTORCHJOB = "pytorchjob"
     AIPERFJOB = "aiperfjob"
+    DEPLOYMENT = "deployment"
+    STATEFULSET = "statefulset"
+    LEADERWORKERSET = "leaderworkerset"
+    INFERENCESERVICE = "inferenceservice"
+    RAYJOB = "rayjob"
+    RAYCLUSTER = "raycluster"
+    MPIJOB = "mpijob"
+    TFJOB = "tfjob"
+    XGBOOSTJOB = "xgboostjob"
+    PADDLEJOB = "paddlejob"
+    JAXJOB = "jaxjob"
+    VOLCANOJOB = "volcanojob"
+    CRONJOB = "cronjob"
+    DAEMONSET = "daemonset"
+    REPLICASET = "replicaset"
+    POD = "pod"
+
+
+# kubectl's short names, accepted as typed and stored under the full kind.
+KIND_ALIASES = {"deploy": WorkloadKind.DEPLOYMENT, "sts": WorkloadKind.STATEFULSET, "lws": WorkloadKind.LEADERWORKERSET,
+                "isvc": WorkloadKind.INFERENCESERVICE, "vcjob": WorkloadKind.VOLCANOJOB, "cj": WorkloadKind.CRONJOB,
+                "ds": WorkloadKind.DAEMONSET, "rs": WorkloadKind.REPLICASET, "po": WorkloadKind.POD}
+_SHORT = {kind: alias for alias, kind in KIND_ALIASES.items()}
+ACCEPTED_FORMS = (
+    "`namespace/name` (Kubernetes: the common kinds are tried in a fixed order), `kind/namespace/name` with kind one "
+    "of " + ", ".join(f"{kind.value}" + (f" ({_SHORT[kind]})" if kind in _SHORT else "") for kind in WorkloadKind)
+    + " (e.g. `deployment/serving/vllm`), any other custom resource as `plural.group/namespace/name` "
+    "(e.g. `notebooks.kubeflow.org/team/nb-1`), or a Slurm job as a bare number or `slurm:<number>` (e.g. `88123`)"
+)
 
 
 class InvalidTarget(ValueError):
@@ -47,13 +73,14 @@ class Target:
     name: str
     namespace: str | None = None
     kind: WorkloadKind | None = None
+    resource: str | None = None  # `plural.group` of a custom resource the bot has no table entry for
 
     @property
     def key(self) -> str:
         """Canonical form used to find the open incident for this workload."""
         if self.platform is Platform.SLURM:
             return f"slurm:{self.name}"
-        prefix = f"{self.kind.value}/" if self.kind else ""
+        prefix = f"{self.kind.value}/" if self.kind else (f"{self.resource}/" if self.resource else "")
         return f"{prefix}{self.namespace}/{self.name}"
 
     @property
@@ -118,15 +145,18 @@ def parse_target(raw: str) -> Target:
         )
     if len(parts) == 3:
         kind_text, namespace, name = parts
-        try:
-            kind = WorkloadKind(kind_text.lower())
-        except ValueError:
+        lowered_kind = kind_text.lower() if kind_text.isascii() else kind_text
+        kind = KIND_ALIASES.get(lowered_kind) or next((k for k in WorkloadKind if k.value == lowered_kind), None)
+        resource = (lowered_kind if kind is None and len(lowered_kind) <= 253 and _CUSTOM_RESOURCE.fullmatch(lowered_kind)
+                    else None)
+        if kind is None and resource is None:
             raise InvalidTarget(
                 f"`{_shown(kind_text)}` is not a workload kind we triage. Accepted forms: {ACCEPTED_FORMS}."
-            ) from None
+            )
         return Target(
             platform=Platform.KUBERNETES,
             kind=kind,
+            resource=resource,
             namespace=_check_namespace(namespace, raw=text),
             name=_check_name(name, raw=text),
         )

@@ -51,10 +51,49 @@ CORE_TYPES = (
     ResourceType(group="", version="v1", plural="endpoints", kind="Endpoints", short_names=("ep",)),
     ResourceType(group="", version="v1", plural="resourcequotas", kind="ResourceQuota", short_names=("quota",)),
     ResourceType(group="batch", version="v1", plural="jobs", kind="Job", categories=("all",)),
+    ResourceType(group="batch", version="v1", plural="cronjobs", kind="CronJob", short_names=("cj",),
+                 categories=("all",)),
+    ResourceType(group="apps", version="v1", plural="deployments", kind="Deployment", short_names=("deploy",),
+                 categories=("all",)),
+    ResourceType(group="apps", version="v1", plural="replicasets", kind="ReplicaSet", short_names=("rs",),
+                 categories=("all",)),
+    ResourceType(group="apps", version="v1", plural="statefulsets", kind="StatefulSet", short_names=("sts",),
+                 categories=("all",)),
+    ResourceType(group="apps", version="v1", plural="daemonsets", kind="DaemonSet", short_names=("ds",),
+                 categories=("all",)),
 )
 CRD_TYPES = {
     "jobset.x-k8s.io": (ResourceType(group="jobset.x-k8s.io", version="v1alpha2", plural="jobsets", kind="JobSet"),),
-    "kubeflow.org": (ResourceType(group="kubeflow.org", version="v1", plural="pytorchjobs", kind="PyTorchJob"),),
+    "kubeflow.org": (
+        ResourceType(group="kubeflow.org", version="v1", plural="pytorchjobs", kind="PyTorchJob"),
+        ResourceType(group="kubeflow.org", version="v1", plural="tfjobs", kind="TFJob"),
+        ResourceType(group="kubeflow.org", version="v1", plural="xgboostjobs", kind="XGBoostJob"),
+        ResourceType(group="kubeflow.org", version="v1", plural="paddlejobs", kind="PaddleJob"),
+        ResourceType(group="kubeflow.org", version="v1", plural="jaxjobs", kind="JAXJob"),
+        ResourceType(group="kubeflow.org", version="v2beta1", plural="mpijobs", kind="MPIJob"),
+    ),
+    "leaderworkerset.x-k8s.io": (
+        ResourceType(group="leaderworkerset.x-k8s.io", version="v1", plural="leaderworkersets",
+                     kind="LeaderWorkerSet", short_names=("lws",)),
+    ),
+    "ray.io": (
+        ResourceType(group="ray.io", version="v1", plural="rayjobs", kind="RayJob"),
+        ResourceType(group="ray.io", version="v1", plural="rayclusters", kind="RayCluster"),
+    ),
+    "serving.kserve.io": (
+        ResourceType(group="serving.kserve.io", version="v1beta1", plural="inferenceservices",
+                     kind="InferenceService", short_names=("isvc",)),
+    ),
+    "batch.volcano.sh": (
+        ResourceType(group="batch.volcano.sh", version="v1alpha1", plural="jobs", kind="Job", short_names=("vcjob",)),
+    ),
+    "karpenter.sh": (
+        ResourceType(group="karpenter.sh", version="v1", plural="nodeclaims", kind="NodeClaim", namespaced=False),
+    ),
+    # A custom resource no table in the bot knows: it is found only as `modelservers.serving.example.com/ns/name`.
+    "serving.example.com": (
+        ResourceType(group="serving.example.com", version="v1", plural="modelservers", kind="ModelServer"),
+    ),
     "aiperf.nvidia.com": (
         ResourceType(group="aiperf.nvidia.com", version="v1alpha1", plural="aiperfjobs", kind="AIPerfJob"),
     ),
@@ -436,11 +475,10 @@ class KubeApiServer:
         group = match.group("group") or ""
         version = match.group("cv") or match.group("gv")
         namespace, plural, name, sub = match.group("ns"), match.group("plural"), match.group("name"), match.group("sub")
-        cluster_scoped = plural in ("nodes", "namespaces", "clusterqueues")
-        if namespace is None and name and sub is None and not cluster_scoped:
-            raise _ApiError(404, "NotFound", "the server could not find the requested resource")
         rt = self.state.resource_type(group=group, plural=plural)
         if rt is None or rt.version != version:
+            raise _ApiError(404, "NotFound", "the server could not find the requested resource")
+        if namespace is None and name and sub is None and rt.namespaced or namespace is not None and not rt.namespaced:
             raise _ApiError(404, "NotFound", "the server could not find the requested resource")
         if name is None:
             return self._list(rt=rt, namespace=namespace, params=params, accept=accept)
@@ -495,13 +533,26 @@ class KubeApiServer:
     def _log(self, *, pod: dict[str, Any], params: dict[str, str]) -> str:
         namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         containers = [c["name"] for c in pod["spec"]["containers"]]
+        init_containers = [c["name"] for c in pod["spec"].get("initContainers") or []]
         container = params.get("container") or (containers[0] if len(containers) == 1 else "")
         if not container:
             raise _ApiError(400, "BadRequest", f"a container name must be specified for pod {name}, "
                                                f"choose one of: [{' '.join(containers)}]")
-        if container not in containers:
+        if container not in containers + init_containers:
             raise _ApiError(400, "BadRequest", f"container {container} is not valid for pod {name}")
         previous = params.get("previous", "false").lower() == "true"
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        statuses = statuses + ((pod.get("status") or {}).get("initContainerStatuses") or [])
+        status = next((item for item in statuses if item.get("name") == container), None)
+        waiting = ((status or {}).get("state") or {}).get("waiting")
+        never_started = status is None or waiting is not None and not (status.get("lastState") or {}).get("terminated")
+        if never_started and not previous:
+            # What the kubelet answers for a container that has never run (no log file exists yet).
+            reason = {"ImagePullBackOff": "trying and failing to pull image",
+                      "ErrImagePull": "trying and failing to pull image"}.get((waiting or {}).get("reason", ""),
+                                                                             (waiting or {}).get("reason") or "")
+            raise _ApiError(400, "BadRequest", f'container "{container}" in pod "{name}" is waiting to start: '
+                                               f"{reason or 'PodInitializing'}")
         text = self.state.logs.get((namespace, name, container, previous))
         if text is None:
             if previous:

@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
         from bot.lab import scenarios
 
         for name, factory in scenarios.SCENARIOS.items():
-            typer.echo(f"{name:22} {(factory.__doc__ or '').strip()}")
+            typer.echo(f"{name:22} {' '.join((factory.__doc__ or '').split())}")
 
     @lab.command("serve")
     def lab_serve(

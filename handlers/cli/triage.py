@@ -44,8 +44,8 @@ def _snapshot(*, raw: str, settings: Any) -> SnapshotReport:
     except diagnose_mod.TargetNotFound as exc:
         hint = (f"Check the job id with `squeue -j {target.name}` or `sacct -j {target.name}`."
                 if target.platform is Platform.SLURM else
-                f"Check the namespace and name with `kubectl get jobs,jobsets,pytorchjobs,aiperfjobs "
-                f"-n {target.namespace}`.")
+                f"Check the namespace and name with `kubectl get all -n {target.namespace}` "
+                f"(or `kubectl api-resources` for the kind's name).")
         raise _fail(f"{exc}. {hint}", code=EXIT_NOT_FOUND) from None
     except diagnose_mod.ClusterUnreachable as exc:
         raise _fail(f"cluster unreachable: {exc}. Check --kubeconfig/--context and that the API server answers.",
@@ -56,15 +56,19 @@ def render_text(console: Console, report: SnapshotReport, differences: list[comp
     """The report for a terminal, with rich tables."""
     from rich.table import Table
 
+    from handlers.render.markdown import no_current_failure
+
     verdict = report.verdict
+    layer = ("no current failure" if no_current_failure(verdict) else
+             verdict.layer.value if verdict.layer else "undetermined")
     console.print(f"[bold]{report.target}[/bold] ({report.target_kind or 'unknown kind'}) — verdict: "
-                  f"[bold]{verdict.layer.value if verdict.layer else 'undetermined'}[/bold] "
-                  f"(confidence {verdict.confidence:.2f})", highlight=False)
-    console.print(verdict.summary, highlight=False)
+                  f"[bold]{layer}[/bold] (confidence {verdict.confidence:.2f})", highlight=False)
+    console.print(verdict.summary, highlight=False, markup=False)
     for finding in report.findings:
-        console.print(f"\n[bold]{finding.severity.value.upper()}[/bold] "
-                      f"{finding.layer.value if finding.layer else '-'} {finding.rule}: {finding.summary}",
-                      highlight=False)
+        history = "" if finding.current else " (history)"
+        console.print(f"\n[bold]{finding.severity.value.upper()}[/bold]{history} "
+                      f"{finding.layer.value if finding.layer else '-'} {finding.rule}: ", highlight=False, end="")
+        console.print(finding.summary, highlight=False, markup=False)
         for evidence in finding.evidence:
             console.print(f"  $ {evidence.command}\n    {evidence.excerpt[:300]}", highlight=False, markup=False)
         console.print(f"  next: {finding.next_step}", highlight=False, markup=False)
@@ -82,6 +86,8 @@ def render_text(console: Console, report: SnapshotReport, differences: list[comp
         table.add_row(item.name, item.outcome.value + (" (truncated)" if item.truncated else ""), str(item.items),
                       str(item.elapsed_ms), item.detail)
     console.print(table)
+    for line in report.followed:
+        console.print(f"followed: {line}", highlight=False, markup=False)
     console.print(f"snapshot: {report.elapsed_ms} ms", highlight=False)
 
 
@@ -91,7 +97,9 @@ def register(app: typer.Typer) -> None:
 
     @triage.command("job")
     def job(
-        job_id: Annotated[str, typer.Argument(help="namespace/name, kind/namespace/name, or a Slurm job number")],
+        job_id: Annotated[str, typer.Argument(help="namespace/name, kind/namespace/name (deployment, statefulset, "
+                                                  "cronjob, pod, rayjob, inferenceservice, lws, ...), "
+                                                  "plural.group/namespace/name, or a Slurm job number")],
         kubeconfig: Annotated[Path | None, typer.Option(help="kubeconfig file (default: $KUBECONFIG)")] = None,
         context: Annotated[str | None, typer.Option(help="kubeconfig context")] = None,
         deadline: Annotated[float | None, typer.Option(help="global snapshot deadline in seconds")] = None,

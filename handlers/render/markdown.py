@@ -11,32 +11,54 @@ from bot.evidence import findings, report
 LAYER_ORDER = ("scheduler", "runtime", "workflow", "fabric")
 
 
+def no_current_failure(verdict: findings.Verdict) -> bool:
+    """The target is not failing now (its history and what was checked are in the summary)."""
+    return verdict.layer is None and verdict.summary.startswith("No current failure")
+
+
+def scope_nodes_text(verdict: findings.Verdict) -> str:
+    """`a <-> b` for a path, the node for node-local, a few nodes otherwise; empty when none or many."""
+    nodes = verdict.scope_nodes
+    if not nodes or len(nodes) > 3:
+        return ""
+    return " <-> ".join(nodes) if verdict.scope is findings.Scope.PATH_LOCAL and len(nodes) == 2 else ", ".join(nodes)
+
+
 def verdict_line(*, verdict: findings.Verdict) -> str:
-    """One line: the layer (or unknown), scope and confidence, then the summary."""
+    """One line: the layer (or unknown / no current failure), scope and confidence, then the summary."""
+    if no_current_failure(verdict):
+        return f"Verdict: no current failure (no layer). {verdict.summary}"
     if verdict.layer is None:
         return f"Verdict: layer unknown (confidence {verdict.confidence:.2f}). {verdict.summary}"
     scope = f", {verdict.scope.value}" if verdict.scope else ""
-    return f"Verdict: {verdict.layer.value}{scope} (confidence {verdict.confidence:.2f}). {verdict.summary}"
+    where = f" {scope_nodes_text(verdict)}" if scope_nodes_text(verdict) else ""
+    return f"Verdict: {verdict.layer.value}{scope}{where} (confidence {verdict.confidence:.2f}). {verdict.summary}"
 
 
 UNCLASSIFIED = "no layer"
+HISTORY = "history (resolved since; not the verdict)"
 
 
 def findings_by_layer(
     *, items: tuple[findings.Finding, ...], first: findings.Layer | None
 ) -> list[tuple[str, list[findings.Finding]]]:
-    """Findings grouped by layer, the verdict's layer first, then the seeds' order; layerless ones last."""
+    """Current findings grouped by layer, the verdict's layer first, then the seeds' order; layerless ones, then
+    history (findings whose every observation has since recovered) last."""
     order = ([first.value] if first else []) + [
         name for name in LAYER_ORDER if not first or name != first.value
     ]
+    current = [item for item in items if item.current]
     groups = []
     for name in order:
-        members = [item for item in items if item.layer is not None and item.layer.value == name]
+        members = [item for item in current if item.layer is not None and item.layer.value == name]
         if members:
             groups.append((name, members))
-    layerless = [item for item in items if item.layer is None]
+    layerless = [item for item in current if item.layer is None]
     if layerless:
         groups.append((UNCLASSIFIED, layerless))
+    history = [item for item in items if not item.current]
+    if history:
+        groups.append((HISTORY, history))
     return groups
 
 
@@ -70,6 +92,8 @@ def render_markdown(*, snapshot: report.SnapshotReport, differences: Sequence[Di
             lines.append(f"rule `{item.rule}`; subject {item.subject or 'n/a'}")
             if item.caused_by:
                 lines.append(f"caused by `{item.caused_by}` (downstream symptom, not a separate verdict)")
+            if not item.current:
+                lines.append(f"history: {item.resolved_by or 'the object has recovered since'}")
             for evidence in item.evidence:
                 lines.extend(_evidence_lines(evidence=evidence))
             lines += [f"Next: `{item.next_step}`", ""]
@@ -86,6 +110,8 @@ def render_markdown(*, snapshot: report.SnapshotReport, differences: Sequence[Di
     if snapshot.placement:
         lines += ["## Versions and placement", ""] + [f"- {key}: {value}" for key, value in snapshot.placement.items()]
         lines.append("")
+    if snapshot.followed:
+        lines += ["## Followed one hop beyond the target", ""] + [f"- {item}" for item in snapshot.followed] + [""]
     if snapshot.not_checked:
         lines += ["## Not checked", ""] + [f"- {item}" for item in snapshot.not_checked] + [""]
     if snapshot.collectors:

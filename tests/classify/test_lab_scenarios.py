@@ -29,3 +29,16 @@ def test_each_lab_scenario_gets_its_layer_and_is_never_confidently_wrong(name: s
     if got != scenario.expected_layer:
         assert report.verdict.confidence < CONFIDENT, report.verdict.summary
     assert got == scenario.expected_layer, report.verdict.summary
+
+
+@pytest.mark.parametrize("name", list(scenarios.SCENARIOS))
+def test_each_scenarios_healthy_target_gets_no_layer_and_says_what_was_checked(name: str, tmp_path: Path) -> None:
+    with kube_lab.running_lab(tmp_path=tmp_path, scenario=name) as lab:
+        scenario = lab.scenario
+        report = diagnose.diagnose(target=scenario.healthy_target,
+                                   settings=Settings(KUBECONFIG=str(lab.kubeconfig)))
+    assert report.verdict.layer is None, report.verdict.summary
+    assert report.verdict.confidence == 0.0
+    assert report.verdict.summary.startswith("No current failure"), report.verdict.summary
+    assert "checked" in report.verdict.summary
+

@@ -16,9 +16,10 @@ from tests.support.kube_lab import running_lab
 Check = Callable[[Observation], bool]
 
 
-def _kind(kind: str, **expected: Any) -> Check:
+def _kind(kind: str, /, *, is_current: bool | None = None, **expected: Any) -> Check:
+    """An observation of that kind (current or history when said) whose fields hold the expected values."""
     def check(item: Observation) -> bool:
-        return item.kind == kind and all(
+        return item.kind == kind and (is_current is None or item.current is is_current) and all(
             (value(item.fields.get(key)) if callable(value) else item.fields.get(key) == value)
             for key, value in expected.items())
     return check
@@ -61,6 +62,57 @@ EXPECTED: dict[str, list[Check]] = {
     "aiperf-crashloop": [_kind("container_state", reason="CrashLoopBackOff", restart_count=9),
                          _kind("log_line", line=_contains("KeyError"))],
     "healthy": [_kind("container_state", state="running", restart_count=0)],
+    "vllm-crashloop": [
+        _kind("workload_status", kind="deployment", replicas=3, ready_replicas=1, unavailable_replicas=2),
+        _kind("workload_condition", type="Progressing", reason="ProgressDeadlineExceeded"),
+        _kind("rollout_replicaset", current=True, failing=True, revision="2"),
+        _kind("log_line", previous=True, line=_contains("larger than the maximum number of tokens"))],
+    "healthy-history": [
+        _kind("event", is_current=False, reason="FailedScheduling"),
+        _kind("container_termination", is_current=False, reason="OOMKilled"),
+        _kind("event", is_current=False, reason="XidError"),
+        _kind("target_health", healthy=True, state="healthy")],
+    "init-model-download": [
+        _kind("container_state", role="init", container="model-download", reason="CrashLoopBackOff"),
+        _kind("log_line", container="model-download", previous=True, line=_contains("GatedRepoError")),
+        _kind("log_skipped", container="vllm", waiting_reason="PodInitializing")],
+    "image-tag-missing": [
+        _kind("event", reason="Failed", message=_contains(": not found")),
+        _kind("log_skipped", container="trainer", waiting_reason="ErrImagePull")],
+    "image-registry-timeout": [
+        _kind("event", reason="Failed", message=_contains("i/o timeout")),
+        _kind("log_skipped", container="trainer", waiting_reason="ImagePullBackOff")],
+    "pending-node-no-driver": [
+        _kind("nodeclaim", node="gpu-node-13", ready=False),
+        _kind("node_capacity", gpus_missing=True, expected_gpus=8, gpu_allocatable=None),
+        _kind("gpu_operator_pod", component="nvidia-driver-daemonset", healthy=False, waiting_reason="CrashLoopBackOff"),
+        _kind("pod_phase", nominated_node="gpu-node-13")],
+    "nccl-path-hostnames": [
+        _kind("log_line", host="train-llm-master-0", host_node="gpu-node-03", peer_node="gpu-node-07"),
+        _kind("log_line", host="train-llm-worker-0", host_node="gpu-node-07", peer_node="gpu-node-03")],
+    "statefulset-nfs": [
+        _kind("workload_status", kind="statefulset", unavailable_replicas=1),
+        _kind("event", reason="FailedMount", message=_contains("mount.nfs"))],
+    "cronjob-latest": [
+        _kind("workload_status", kind="cronjob", name="nightly-eval"),
+        _kind("workload_status", kind="job", latest=True, failed=1, owner="cronjob/nightly-eval"),
+        _kind("log_line", line=_contains("FileNotFoundError"))],
+    "rayjob-pending": [
+        _kind("workload_status", kind="rayjob", phase="Initializing (job PENDING)"),
+        _kind("pod_condition", reason="Unschedulable", message=_contains("untolerated taint"))],
+    "inferenceservice-oom": [
+        _kind("workload_status", kind="inferenceservice", phase="NotReady"),
+        _kind("container_state", role="init", container="storage-initializer", state="terminated"),
+        _kind("log_line", container="kserve-container", line=_contains("CUDA out of memory"))],
+    "bare-pod": [
+        _kind("workload_status", kind="pod", phase="Failed"),
+        _kind("log_line", line=_contains("Driver/library version mismatch"))],
+    "unknown-crd": [
+        _kind("workload_status", kind="modelservers.serving.example.com", name="llama-srv"),
+        _kind("log_line", line=_contains("exec format error"))],
+    "healthy-serving": [
+        _kind("target_health", healthy=True),
+        _kind("container_termination", is_current=False, exit_code=1)],
 }
 
 
@@ -81,6 +133,9 @@ def test_the_collectors_see_the_scenarios_failure_and_nothing_unrelated(name: st
     assert {r.outcome for r in report.collectors} <= {CollectorOutcome.OK, CollectorOutcome.SKIPPED}
     assert not [path for path, _ in requests if path in ("/api/v1/pods", "/api/v1/nodes")], "never sweep"
     assert all("involvedObject.name" in query for path, query in requests if path.endswith("/events"))
+    listed = [query for path, query in requests if path.endswith(("/pods", "/replicasets", "/jobs"))]
+    assert all("labelSelector=" in query or "fieldSelector=" in query for query in listed), "lists are selected"
+    assert not [item for item in report.observations if item.subject.endswith("-canary")], "only pods it owns"
     assert all(item.command for item in report.observations if item.source != "snapshot")
 
 

@@ -14,6 +14,7 @@ NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 SLURM_ID = re.compile(r"[1-9][0-9]{0,9}(_[0-9]{1,6})?")
 SAFE_KEY = re.compile(r"[a-z0-9./:_-]+")
+RESOURCE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?){2,}")
 
 SHELL_METACHARACTERS = list(";|&$`(){}<>*?!~'\"\\#=%^[] \t")
 LOOK_ALIKES = [
@@ -67,6 +68,8 @@ def _assert_grammar_clean(parsed: targets.Target) -> None:
         assert parsed.namespace is not None and NAMESPACE.fullmatch(parsed.namespace)
         assert len(parsed.name) <= 253 and NAME.fullmatch(parsed.name)
         assert parsed.kind is None or isinstance(parsed.kind, targets.WorkloadKind)
+        assert parsed.resource is None or (parsed.kind is None and len(parsed.resource) <= 253
+                                           and RESOURCE.fullmatch(parsed.resource))
     assert SAFE_KEY.fullmatch(parsed.key)
     assert ".." not in parsed.key
 
@@ -102,6 +105,12 @@ def _parse_or_refuse(raw: str) -> targets.Target | None:
 @example(raw="ml/train\nslurm:1")
 @example(raw="job/\u212aube/train")
 @example(raw="\u0661\u0662\u0663")
+@example(raw="deploy/serving/vllm; id")
+@example(raw="notebooks.kubeflow.org/team/$(id)")
+@example(raw="notebooks.kubeflow.org/team/nb/../x")
+@example(raw="../kubeflow.org/team/nb")
+@example(raw="\u212aubeflow.example.org/team/nb")
+@example(raw="lws/ml/" + "a" * 300)
 @example(raw="slurm:\u00b9\u00b2")
 def test_any_input_parses_cleanly_or_is_refused_with_an_actionable_message(raw: str) -> None:
     _parse_or_refuse(raw)
@@ -134,6 +143,48 @@ def test_every_well_formed_kubernetes_id_is_accepted_as_typed(
         name,
         kind,
     )
+
+
+@settings(max_examples=500)
+@given(
+    alias=st.sampled_from(sorted(targets.KIND_ALIASES)),
+    namespace=_dns_label,
+    name=_dns_name,
+    upper=st.booleans(),
+)
+def test_every_kubectl_short_name_is_accepted_and_stored_under_its_full_kind(
+    alias: str, namespace: str, name: str, upper: bool
+) -> None:
+    parsed = targets.parse_target(f"{alias.upper() if upper else alias}/{namespace}/{name}")
+    assert parsed.kind is targets.KIND_ALIASES[alias]
+    assert parsed.key == f"{parsed.kind.value}/{namespace}/{name}"
+    assert targets.parse_target(parsed.key) == parsed
+
+
+@settings(max_examples=500)
+@given(
+    plural=_dns_label,
+    group=st.lists(_dns_label, min_size=2, max_size=4).map(".".join),
+    namespace=_dns_label,
+    name=_dns_name,
+)
+def test_a_custom_resource_is_accepted_as_plural_dot_group_and_never_as_a_known_kind(
+    plural: str, group: str, namespace: str, name: str
+) -> None:
+    resource = f"{plural}.{group}"
+    if len(resource) > 253:
+        return
+    parsed = targets.parse_target(f"{resource}/{namespace}/{name}")
+    assert (parsed.kind, parsed.resource, parsed.namespace, parsed.name) == (None, resource, namespace, name)
+    assert targets.parse_target(parsed.key) == parsed
+
+
+@pytest.mark.parametrize("raw", ["apps/ns/name", "batch.io/ns/name", "deployments/ns/name", "../ns/name",
+                                 "notebooks.kubeflow.org./ns/name", "-x.kubeflow.org/ns/name"])
+def test_a_kind_that_is_neither_known_nor_plural_dot_group_is_refused_with_every_form(raw: str) -> None:
+    with pytest.raises(targets.InvalidTarget, match="Accepted forms") as error:
+        targets.parse_target(raw)
+    assert "deployment" in str(error.value) and "plural.group" in str(error.value)
 
 
 @settings(max_examples=300)

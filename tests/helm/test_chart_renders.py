@@ -183,6 +183,16 @@ def test_more_than_one_replica_on_sqlite_is_refused_with_a_clear_message(helm: H
     assert "Set database.type=postgresql" in result.stderr
 
 
+def test_extra_read_resources_grant_only_read_on_the_named_custom_resources(helm: Helm) -> None:
+    values = {"rbac": {"extraReadResources": [{"apiGroup": "serving.example.com", "resources": ["modelservers"]}]}}
+    role = only(docs=parse_manifests(text=helm.template(values=values)), kind="ClusterRole")
+    grants = grants_from_rules(rules=role["rules"])
+    assert {g.verb for g in grants if g.group == "serving.example.com"} == READ_VERBS
+    assert {g.resource for g in grants if g.group == "serving.example.com"} == {"modelservers"}
+    refused = helm.template_result(values={"rbac": {"extraReadResources": [{"apiGroup": "*", "resources": ["*"]}]}})
+    assert refused.returncode != 0, "wildcards are refused by the values schema"
+
+
 def test_cluster_role_is_read_only_least_privilege(helm: Helm) -> None:
     docs = _render(helm, "default")
     role = only(docs=docs, kind="ClusterRole")
@@ -196,9 +206,21 @@ def test_cluster_role_is_read_only_least_privilege(helm: Helm) -> None:
         ("", "events"),
         ("events.k8s.io", "events"),
         ("", "nodes"),
+        ("karpenter.sh", "nodeclaims"),
         ("batch", "jobs"),
+        ("batch", "cronjobs"),
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps", "statefulsets"),
+        ("apps", "daemonsets"),
         ("jobset.x-k8s.io", "jobsets"),
-        ("kubeflow.org", "pytorchjobs"),
+        *(("kubeflow.org", plural) for plural in ("pytorchjobs", "mpijobs", "tfjobs", "xgboostjobs", "paddlejobs",
+                                                  "jaxjobs")),
+        ("leaderworkerset.x-k8s.io", "leaderworkersets"),
+        ("ray.io", "rayjobs"),
+        ("ray.io", "rayclusters"),
+        ("serving.kserve.io", "inferenceservices"),
+        ("batch.volcano.sh", "jobs"),
         ("kueue.x-k8s.io", "workloads"),
         ("aiperf.nvidia.com", "aiperfjobs"),
     }

@@ -23,8 +23,11 @@ _SEVERITY_WEIGHT = {
 }
 # Facts about the snapshot itself or configuration: reported by the snapshot (not checked), never classified.
 IGNORED_KINDS = frozenset(
-    {"api_forbidden", "api_group_missing", "collector_incomplete", "container_spec", "slurm_accounting"}
+    {"api_forbidden", "api_group_missing", "collector_incomplete", "container_spec", "slurm_accounting",
+     "target_health", "log_skipped", "pods_not_found", "gpu_operator_pods"}
 )
+# The collector's statement of whether the target is failing now (Kubernetes): a healthy target gets no layer.
+HEALTH_KIND = "target_health"
 # Whole log tails repeat the log lines the collectors already picked out: they only add rules nothing else hit.
 LATE_KINDS = frozenset({"log_tail"})
 _SCOPE_HINT_KIND = "fabric_scope"
@@ -44,6 +47,7 @@ class _Scored:
     rule: catalogue.Rule
     confidence: float
     share: float = 0.0
+    sources: frozenset[int] = frozenset()
 
     @property
     def score(self) -> float:
@@ -77,26 +81,66 @@ def _excerpt(text: str) -> str:
     return f"{text[:MAX_EXCERPT_CHARS]} … [{len(text) - MAX_EXCERPT_CHARS} more chars in the snapshot]"
 
 
-def _locations(observations: Sequence[findings.Observation]) -> set[str]:
-    """Distinct hosts, HCAs or paths the observations name (for fabric scope)."""
-    places: set[str] = set()
+def _first(fields: dict, names: Sequence[str]) -> str | None:
+    return next((str(fields[name]) for name in names if fields.get(name)), None)
+
+
+def places(observations: Sequence[findings.Observation]) -> tuple[set[str], set[frozenset[str]]]:
+    """Distinct nodes and node-to-node links the observations name, counting each node once.
+
+    A log line's host is resolved to its node by the collector (`host_node`, `peer_node`) before it gets here,
+    so a pod's hostname, its IP and its node are one place; a name that could not be resolved counts as itself.
+    """
+    nodes: set[str] = set()
+    links: set[frozenset[str]] = set()
     for obs in observations:
-        named = [str(obs.fields[name]) for name in ("host", "node", "hostname") if obs.fields.get(name)]
-        places.update(named or ([obs.subject] if obs.subject else []))
-    return places
+        here = _first(obs.fields, ("host_node", "host", "node", "hostname")) or obs.subject or None
+        peer = _first(obs.fields, ("peer_node", "peer_host", "peer"))
+        if here:
+            nodes.add(here)
+        if peer:
+            nodes.add(peer)
+            if here and peer != here:
+                links.add(frozenset((here, peer)))
+    return nodes, links
+
+
+def _scope_and_nodes(
+    *, rule: catalogue.Rule, observations: Sequence[findings.Observation]
+) -> tuple[findings.Scope | None, tuple[str, ...]]:
+    """The seed's split for `auto` rules from distinct nodes and links, with the node(s) it names."""
+    if not rule.scope_auto:
+        return rule.scope, (_named_nodes(observations) if rule.scope is findings.Scope.NODE_LOCAL else ())
+    nodes, links = places(observations)
+    if rule.layer is findings.Layer.FABRIC:
+        if len(links) == 1:
+            return findings.Scope.PATH_LOCAL, tuple(sorted(next(iter(links))))
+        if links:
+            common = set.intersection(*(set(link) for link in links))
+            if len(common) == 1:
+                return findings.Scope.NODE_LOCAL, tuple(common)
+            if len(nodes) >= 3:
+                return findings.Scope.FABRIC_WIDE, tuple(sorted(nodes))
+            return findings.Scope.PATH_LOCAL, tuple(sorted(nodes))
+        # No peer resolved: a transport error still names a path, just not both of its ends.
+        return (findings.Scope.FABRIC_WIDE if len(nodes) >= 3 else findings.Scope.PATH_LOCAL), tuple(sorted(nodes))
+    if rule.layer is findings.Layer.RUNTIME:
+        return findings.Scope.NODE_LOCAL, _named_nodes(observations)
+    return findings.Scope.WORKLOAD, ()
+
+
+def _named_nodes(observations: Sequence[findings.Observation]) -> tuple[str, ...]:
+    """The few nodes a node-local finding is about (from `node` fields or node subjects); none when many."""
+    named = {str(obs.fields.get("node") or obs.subject.removeprefix("node/")) for obs in observations
+             if obs.fields.get("node") or obs.subject.startswith("node/")}
+    return tuple(sorted(named)) if 0 < len(named) <= 3 else ()
 
 
 def derive_scope(
     *, rule: catalogue.Rule, observations: Sequence[findings.Observation]
 ) -> findings.Scope | None:
     """The rule's scope, or for `auto` rules the seed's node-local / path-local / fabric-wide split."""
-    if not rule.scope_auto:
-        return rule.scope
-    if rule.layer is findings.Layer.FABRIC:
-        return findings.Scope.FABRIC_WIDE if len(_locations(observations)) >= 3 else findings.Scope.PATH_LOCAL
-    if rule.layer is findings.Layer.RUNTIME:
-        return findings.Scope.NODE_LOCAL
-    return findings.Scope.WORKLOAD
+    return _scope_and_nodes(rule=rule, observations=observations)[0]
 
 
 def fill_placeholders(*, template: str, observation: findings.Observation | None) -> str:
@@ -123,7 +167,13 @@ def _one_line(text: str, *, limit: int = 200) -> str:
 
 
 def _build(*, rule: catalogue.Rule, matches: Sequence[matching.Match]) -> _Scored:
-    """One finding per rule, citing every observation it matched (bounded, with the count stated)."""
+    """One finding per rule, citing every observation it matched (bounded, with the count stated).
+
+    When any of them still describes the present, only those are cited; a finding whose every observation is
+    history is `current=False` and says what resolved it.
+    """
+    present = [match for match in matches if match.observation.current]
+    matches = present or list(matches)
     observations = list({id(match.observation): match.observation for match in matches}.values())
     first = observations[0]
     evidence = tuple(
@@ -141,8 +191,16 @@ def _build(*, rule: catalogue.Rule, matches: Sequence[matching.Match]) -> _Score
     shares = [node_share(rule=rule, text=matching.searchable_text(observation=obs)) for obs in observations]
     nodes, total = max(shares, default=(0, 0))
     share = f"; {nodes} of {total} nodes" if total and nodes else ""
+    scope, scope_nodes = _scope_and_nodes(rule=rule, observations=observations)
+    where = ""
+    if scope is findings.Scope.PATH_LOCAL and len(scope_nodes) == 2:
+        where = f" [path {scope_nodes[0]} <-> {scope_nodes[1]}]"
+    elif scope is findings.Scope.NODE_LOCAL and len(scope_nodes) == 1 and rule.layer is findings.Layer.FABRIC:
+        where = f" [node {scope_nodes[0]}]"
+    history = "" if present else f" (history: {first.resolved_by})" if first.resolved_by else " (history)"
     summary = (
-        f"{rule.title}{share}{count}: {_one_line(first.text or matching.searchable_text(observation=first))}"
+        f"{rule.title}{share}{count}{where}{history}: "
+        f"{_one_line(first.text or matching.searchable_text(observation=first))}"
     )
     finding = findings.Finding(
         layer=rule.layer,
@@ -151,14 +209,18 @@ def _build(*, rule: catalogue.Rule, matches: Sequence[matching.Match]) -> _Score
         summary=summary,
         evidence=evidence,
         next_step=fill_placeholders(template=rule.next_step, observation=first),
-        scope=derive_scope(rule=rule, observations=observations),
+        scope=scope,
+        scope_nodes=scope_nodes,
         subject=_subjects(observations),
+        current=bool(present),
+        resolved_by="" if present else first.resolved_by,
     )
     return _Scored(
         finding=finding,
         rule=rule,
         confidence=max(match.confidence for match in matches),
         share=nodes / total if total else 0.0,
+        sources=frozenset(id(obs) for obs in observations),
     )
 
 
@@ -169,7 +231,8 @@ def _link_symptoms(scored: list[_Scored]) -> list[_Scored]:
     a Slurm job waiting for nodes drained by an Xid). Only undeferrable causes explain, so no cycles.
     """
     roots = sorted(
-        (item for item in scored if not item.rule.is_symptom and not item.rule.explained_by),
+        (item for item in scored
+         if not item.rule.is_symptom and not item.rule.explained_by and item.finding.current),
         key=lambda item: -item.score,
     )
     linked = []
@@ -182,6 +245,25 @@ def _link_symptoms(scored: list[_Scored]) -> list[_Scored]:
             if explainer is not None:
                 finding = dataclasses.replace(item.finding, caused_by=explainer.rule.id)
                 item = dataclasses.replace(item, finding=finding)
+        linked.append(item)
+    return _follow_the_majority_reason(linked)
+
+
+def _follow_the_majority_reason(scored: list[_Scored]) -> list[_Scored]:
+    """A scheduler refusal is one decision: when the reason that rejected most nodes in a message is explained
+    by a cause elsewhere (GPUs missing on the node claimed for the pod), the minority reasons quoted beside it
+    in the same message (the CPU nodes' selector mismatch) are part of that picture, not a competing root."""
+    explained = [item for item in scored if item.finding.caused_by and item.share]
+    if not explained:
+        return scored
+    linked = []
+    for item in scored:
+        if item.share and not item.finding.caused_by and item.rule.layer is findings.Layer.SCHEDULER:
+            major = next((other for other in explained if other.share > item.share and other.sources & item.sources
+                          and other.rule.layer is item.rule.layer), None)
+            if major is not None:
+                item = dataclasses.replace(item, finding=dataclasses.replace(
+                    item.finding, caused_by=major.finding.caused_by))
         linked.append(item)
     return linked
 
@@ -197,23 +279,75 @@ def _scope_hint(observations: Sequence[findings.Observation]) -> findings.Scope 
     return None
 
 
-def _with_scope_hint(*, item: _Scored, hint: findings.Scope | None) -> _Scored:
+def _scope_hint_nodes(observations: Sequence[findings.Observation]) -> tuple[str, ...]:
+    for obs in observations:
+        if obs.kind == _SCOPE_HINT_KIND:
+            pair, suspect = obs.fields.get("pair"), obs.fields.get("suspect_host")
+            return tuple(pair) if pair else ((str(suspect),) if suspect else tuple(obs.fields.get("hosts") or ()))
+    return ()
+
+
+def _with_scope_hint(*, item: _Scored, hint: findings.Scope | None, nodes: tuple[str, ...] = ()) -> _Scored:
     if hint is None or item.rule.layer is not findings.Layer.FABRIC or not item.rule.scope_auto:
         return item
-    return dataclasses.replace(item, finding=dataclasses.replace(item.finding, scope=hint))
+    finding = dataclasses.replace(item.finding, scope=hint, scope_nodes=nodes or item.finding.scope_nodes)
+    return dataclasses.replace(item, finding=finding)
 
 
-def _verdict(*, scored: list[_Scored], unexplained: int) -> findings.Verdict:
-    """One layer from the strongest unexplained-by-anything evidence; None when nothing explains it."""
-    roots = [item for item in scored if item.finding.caused_by is None and not item.rule.is_symptom]
+def _health(observations: Sequence[findings.Observation]) -> findings.Observation | None:
+    return next((obs for obs in observations if obs.kind == HEALTH_KIND), None)
+
+
+def _before(history: Sequence[_Scored]) -> str:
+    return "before: " + "; ".join(
+        item.rule.title + (f" ({item.finding.resolved_by})" if item.finding.resolved_by else "")
+        for item in history[:4])
+
+
+def _no_current_failure(
+    *, scored: list[_Scored], health: findings.Observation | None, unexplained: int
+) -> findings.Verdict:
+    """Layer null: what was checked, what happened before, and what running containers logged meanwhile."""
+    history = [item for item in scored if not item.finding.current]
+    signals = [item for item in scored if item.finding.current]
+    parts = [f"No current failure: {health.text}" if health is not None else "No current failure seen"]
+    if history:
+        parts.append(_before(history))
+    if signals:
+        parts.append("seen while it runs, not failing it now: " + ", ".join(item.rule.id for item in signals[:4]))
+    if unexplained and health is None:
+        parts.append(f"{unexplained} abnormal observation(s) matched no rule")
+    return findings.Verdict(layer=None, confidence=0.0, summary=". ".join(parts) + ".")
+
+
+def _verdict(
+    *, scored: list[_Scored], unexplained: int, health: findings.Observation | None = None
+) -> findings.Verdict:
+    """One layer from the strongest current, unexplained-by-anything evidence; None when nothing explains it.
+
+    History (observations whose object has since recovered) never makes a verdict, and a target the collector
+    found healthy gets no layer, whatever its running containers logged.
+    """
+    if health is not None and health.fields.get("healthy") is True:
+        return _no_current_failure(scored=scored, health=health, unexplained=unexplained)
+    current = [item for item in scored if item.finding.current]
+    roots = [item for item in current if item.finding.caused_by is None and not item.rule.is_symptom]
     symptom_only = False
     if not roots:
-        roots = [item for item in scored if item.finding.caused_by is None]
+        roots = [item for item in current if item.finding.caused_by is None]
         symptom_only = True
     if not roots:
+        history = [item for item in scored if not item.finding.current]
+        failing = health is not None and health.fields.get("healthy") is False
+        if history and not failing:
+            return _no_current_failure(scored=scored, health=health, unexplained=unexplained)
         detail = (
             f"{unexplained} abnormal observation(s) matched no rule" if unexplained else "no anomaly seen"
         )
+        if failing:
+            detail = f"{health.text}; no rule explains it" + (f"; {detail}" if unexplained else "")
+        if history:
+            detail += "; " + _before(history)
         return findings.Verdict(layer=None, confidence=0.0, summary=f"Layer unknown: {detail}.")
     best_by_layer: dict[findings.Layer, _Scored] = {}
     for item in sorted(roots, key=lambda item: -item.score):
@@ -240,6 +374,7 @@ def _verdict(*, scored: list[_Scored], unexplained: int) -> findings.Verdict:
         confidence=round(confidence, 2),
         summary=" ".join(parts).replace(" ;", ";"),
         scope=top.finding.scope,
+        scope_nodes=top.finding.scope_nodes,
     )
 
 
@@ -256,25 +391,28 @@ def diagnose_observations(
         matches = matching.best_matches(rules=active_rules, observation=obs)
         for match in matches:
             grouped[match.rule.id].append(match)
-        if not matches and anomaly.looks_abnormal(observation=obs):
+        if not matches and obs.current and anomaly.looks_abnormal(observation=obs):
             unexplained.append(obs)
     seen_rules = set(grouped)
     for obs in (item for item in relevant if item.kind in LATE_KINDS):
         for match in matching.best_matches(rules=active_rules, observation=obs):
             if match.rule.id not in seen_rules:
                 grouped[match.rule.id].append(match)
-    hint = _scope_hint(observations)
+    hint, hint_nodes = _scope_hint(observations), _scope_hint_nodes(observations)
     scored = _link_symptoms(
         [
-            _with_scope_hint(item=_build(rule=rule_by_id[rule_id], matches=items), hint=hint)
+            _with_scope_hint(item=_build(rule=rule_by_id[rule_id], matches=items), hint=hint, nodes=hint_nodes)
             for rule_id, items in grouped.items()
         ]
     )
-    scored.sort(key=lambda item: (item.finding.caused_by is not None, item.rule.is_symptom, -item.score))
+    scored.sort(
+        key=lambda item: (not item.finding.current, item.finding.caused_by is not None, item.rule.is_symptom,
+                          -item.score)
+    )
     if scored:
         unexplained = [obs for obs in unexplained if obs.kind not in STATUS_KINDS]
     return report.Diagnosis(
-        verdict=_verdict(scored=scored, unexplained=len(unexplained)),
+        verdict=_verdict(scored=scored, unexplained=len(unexplained), health=_health(observations)),
         findings=tuple(item.finding for item in scored),
         unexplained=tuple(unexplained),
     )

@@ -88,9 +88,14 @@ def _header(text: str, *, budget: _Budget) -> dict[str, Any]:
 
 
 def _verdict_text(*, verdict: findings.Verdict) -> markup.Mrkdwn:
+    if findings_markdown.no_current_failure(verdict):
+        return markup.format("*Verdict: no current failure* (no layer)\n{}", verdict.summary)
     if verdict.layer is None:
         return markup.format("*Verdict: layer unknown*\n{}", verdict.summary)
-    scope = markup.format(" · scope `{}`", verdict.scope.value) if verdict.scope else ""
+    scope = markup.format(" · scope `{}`", verdict.scope.value) if verdict.scope else markup.format("")
+    nodes = findings_markdown.scope_nodes_text(verdict)
+    if nodes:
+        scope = scope + markup.format(" ({})", nodes)
     return markup.format(
         "*Verdict: `{}`*{} · confidence {:.2f}\n{}", verdict.layer.value, scope, verdict.confidence, verdict.summary
     )
@@ -101,6 +106,8 @@ def _finding_blocks(*, item: findings.Finding, budget: _Budget) -> list[dict[str
     lines = [markup.format("*{}* {}", item.severity.value.upper(), item.summary)]
     if item.caused_by:
         lines.append(markup.format("_caused by_ `{}` (downstream symptom)", item.caused_by))
+    if not item.current:
+        lines.append(markup.format("_history:_ {}", item.resolved_by or "recovered since"))
     evidence = item.evidence[0] if item.evidence else None
     if evidence is not None:
         lines.append(budget.excerpt(evidence.excerpt))
@@ -156,7 +163,8 @@ def render_findings(*, snapshot: report.SnapshotReport, incident_key: str) -> Re
                 markup.format("snapshot {} · {} ms", findings._plain(snapshot.taken_at), snapshot.elapsed_ms),
                 markup.format("{} finding(s) · {} unexplained", len(snapshot.findings), len(snapshot.unexplained)),
             ]
-            + ([markup.format("not checked: {}", ", ".join(snapshot.not_checked))] if snapshot.not_checked else []),
+            + ([markup.format("not checked: {}", ", ".join(snapshot.not_checked))] if snapshot.not_checked else [])
+            + ([markup.format("followed one hop: {}", "; ".join(snapshot.followed))] if snapshot.followed else []),
             budget=budget,
         ),
     ]

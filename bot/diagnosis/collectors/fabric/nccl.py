@@ -223,6 +223,19 @@ def resolve_peers(
     return resolved
 
 
+def to_nodes(events: Iterable[NcclEvent], *, host_nodes: Mapping[str, str]) -> list[NcclEvent]:
+    """Each event's host and peer as the node they run on (a pod's hostname and its node are one place)."""
+
+    def node(name: str | None) -> str | None:
+        if not name:
+            return name
+        return host_nodes.get(name) or host_nodes.get(name.split(".", 1)[0]) or name
+
+    return [dataclasses.replace(event, host=node(event.host) or event.host,
+                                peer_host=node(event.peer_host) or (host_nodes.get(event.peer_ip or "") or None))
+            for event in events]
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ScopeDecision:
     """Where the fabric fault lives, with the reason in words."""
@@ -320,8 +333,13 @@ def fabric_observations(
     ip_hosts: Mapping[str, str] | None = None,
     subject: str = "logs",
     max_events: int = 500,
+    host_nodes: Mapping[str, str] | None = None,
 ) -> list[findings.Observation]:
-    """`logs` maps host (node or pod's node) -> log text; returns nccl_error events and one fabric_scope."""
+    """`logs` maps host (node or pod's node) -> log text; returns nccl_error events and one fabric_scope.
+
+    `host_nodes` maps the names logs use for a host (pod name, hostname, pod IP) to its node, so scope is
+    decided over distinct nodes.
+    """
     learned: dict[str, str] = {}
     ranks: dict[tuple[str, int], int] = {}
     for text in logs.values():
@@ -334,6 +352,8 @@ def fabric_observations(
         if len(events) >= max_events:
             break
     events = resolve_peers(events, ip_hosts=learned, rank_hosts=rank_hosts, process_ranks=ranks)
+    if host_nodes:
+        events = to_nodes(events, host_nodes=host_nodes)
     result = [_event_observation(event, observed_at=observed_at) for event in events]
     decision = decide_scope(events)
     if events:

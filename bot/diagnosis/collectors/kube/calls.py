@@ -49,7 +49,8 @@ _MODEL_NAME = re.compile(r"[A-Z]\w+")
 
 def preload_models() -> None:
     """Build the client's model classes now (about half a second, once per process), not inside a deadline."""
-    pending, seen = ["V1JobList", "V1PodList", "V1Node", "CoreV1EventList"], set()
+    pending, seen = ["V1JobList", "V1PodList", "V1Node", "CoreV1EventList", "V1Deployment", "V1ReplicaSetList",
+                     "V1StatefulSet", "V1DaemonSet", "V1CronJob"], set()
     while pending:
         name = pending.pop()
         if name in seen:

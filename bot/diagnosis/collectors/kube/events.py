@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from bot.diagnosis.collectors.kube.calls import observation, to_wire
@@ -9,6 +10,9 @@ from bot.diagnosis.collectors.kube.context import KubeContext
 from bot.diagnosis.engine import Sink
 
 MAX_EVENTS_PER_OBJECT = 50
+# Karpenter's `Nominated` event: "Pod should schedule on: nodeclaim/gpu-x7k2p" (", node/ip-..." once registered).
+_NOMINATED = re.compile(r"\b(nodeclaim|node)/([a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)\b")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 def collect_object_events(ctx: KubeContext, sink: Sink, *, kind: str, name: str) -> None:
@@ -19,7 +23,9 @@ def collect_object_events(ctx: KubeContext, sink: Sink, *, kind: str, name: str)
                                            query={"fieldSelector": selector}, what=f"list events {selector}",
                                            max_items=MAX_EVENTS_PER_OBJECT)
     command = f"kubectl get events -n {ctx.namespace} --field-selector {selector} --sort-by=.lastTimestamp"
-    _emit(ctx, sink, items=items, truncated=truncated, command=command, subject=f"{kind}/{ctx.namespace}/{name}")
+    wire = _emit(ctx, sink, items=items, truncated=truncated, command=command, subject=f"{kind}/{ctx.namespace}/{name}")
+    if kind == "pod":
+        record_nominations(ctx, pod=name, events=wire)
 
 
 def collect_node_events(ctx: KubeContext, sink: Sink, *, node: str) -> None:
@@ -32,14 +38,33 @@ def collect_node_events(ctx: KubeContext, sink: Sink, *, node: str) -> None:
     _emit(ctx, sink, items=items, truncated=truncated, command=command, subject=f"node/{node}")
 
 
-def _emit(ctx: KubeContext, sink: Sink, *, items: list[Any], truncated: bool, command: str, subject: str) -> None:
+def _emit(ctx: KubeContext, sink: Sink, *, items: list[Any], truncated: bool, command: str,
+          subject: str) -> list[dict[str, Any]]:
     sink.count(len(items))
     if truncated:
         sink.truncate(f"events capped at {MAX_EVENTS_PER_OBJECT} per object")
-    for event in deduplicate([to_wire(ctx.caller.api, item) for item in items]):
+    merged = deduplicate([to_wire(ctx.caller.api, item) for item in items])
+    for event in merged:
         sink.observe(observation(
             kind="event", subject=subject, command=command, observed_at=event["last_seen"], fields=event,
             text=f"{event['type']} {event['reason']} (x{event['count']}): {event['message']}"))
+    return merged
+
+
+def nominations(message: str) -> list[tuple[str, str]]:
+    """(`nodeclaim` | `node`, name) pairs an autoscaler event names; names are validated, never trusted."""
+    return [(kind, name) for kind, name in _NOMINATED.findall(message or "")
+            if len(name) <= 253 and _DNS1123_SUBDOMAIN.fullmatch(name)]
+
+
+def record_nominations(ctx: KubeContext, *, pod: str, events: list[dict[str, Any]]) -> None:
+    """Remember the nodes and node claims Karpenter nominated a pod for (read by the follow stage)."""
+    found = [f"{kind}/{name}" for event in events if event.get("reason") == "Nominated"
+             for kind, name in nominations(str(event.get("message") or ""))]
+    if found:
+        with ctx.lock:
+            ctx.nominations.setdefault(pod, [])
+            ctx.nominations[pod].extend(item for item in found if item not in ctx.nominations[pod])
 
 
 def _last_seen(event: dict[str, Any]) -> str:

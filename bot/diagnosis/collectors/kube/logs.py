@@ -40,7 +40,11 @@ NCCL_VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)")
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LogTarget:
-    """One container whose log tail we read, and whether its previous instance matters."""
+    """One container whose log tail we read, and whether its previous instance matters.
+
+    `never_started` containers (waiting for an image, for their init containers, for a config) have no log:
+    no request is made for them; the report says why instead.
+    """
 
     namespace: str
     pod: str
@@ -48,38 +52,70 @@ class LogTarget:
     node: str | None
     previous: bool
     failing: bool
+    role: str = "main"
+    never_started: bool = False
+    waiting_reason: str = ""
 
 
 def choose_containers(ctx: KubeContext) -> list[LogTarget]:
-    """Failing/restarting containers first; a few healthy ones only when nothing is failing."""
-    failing, healthy = [], []
+    """Failing/restarting containers first (init, sidecar and main alike); a few healthy ones only when nothing
+    is failing; containers that never started are listed (to say why no log was read), never requested."""
+    from bot.diagnosis.collectors.kube.pods import container_roles, has_started
+
+    failing, healthy, unstarted = [], [], []
     for pod in ctx.pods:
         meta, status = pod["metadata"], pod.get("status") or {}
-        for item in status.get("containerStatuses") or []:
+        roles = container_roles(pod)
+        for item in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
             state = item.get("state") or {}
             waiting, terminated = state.get("waiting") or {}, state.get("terminated") or {}
             restarted = int(item.get("restartCount") or 0) > 0
+            role = roles.get(item["name"], "main")
             is_failing = (restarted or (waiting and waiting.get("reason") not in QUIET_WAITING)
                           or (terminated and terminated.get("exitCode") not in (0, None)))
+            started = has_started(item)
             entry = LogTarget(namespace=meta["namespace"], pod=meta["name"], container=item["name"],
                               node=(pod.get("spec") or {}).get("nodeName"), previous=restarted,
-                              failing=bool(is_failing))
-            (failing if is_failing else healthy).append(entry)
-    return failing + healthy[: 0 if failing else MAX_HEALTHY_CONTAINERS]
+                              failing=bool(is_failing), role=role, never_started=not started,
+                              waiting_reason=str(waiting.get("reason") or ""))
+            if not started:
+                unstarted.append(entry)  # no request: the report says why there is no log
+            else:
+                (failing if is_failing else healthy).append(entry)
+    return failing + healthy[: 0 if failing else MAX_HEALTHY_CONTAINERS] + unstarted
 
 
 def collect_log(ctx: KubeContext, sink: Sink, *, target: LogTarget) -> None:
-    """Read the tail of one container (previous instance first when it restarted)."""
+    """Read the tail of one container (previous instance first when it restarted); say why when there is none."""
+    if target.never_started:
+        why = (f"{target.role if target.role != 'main' else ''} container {target.container} in {target.pod} "
+               f"never started (waiting: {target.waiting_reason or 'unknown'}): it has no log to read").strip()
+        sink.note(f"no log for {target.pod}/{target.container}: never started ({target.waiting_reason})")
+        sink.observe(observation(
+            kind="log_skipped", subject=f"pod/{target.namespace}/{target.pod}", text=why,
+            command=f"kubectl describe pod -n {target.namespace} {target.pod}",
+            fields={"container": target.container, "role": target.role, "reason": "never started",
+                    "waiting_reason": target.waiting_reason, "node": target.node}))
+        return
+    hosts = ctx.host_nodes()
     for previous in ((True, False) if target.previous else (False,)):
         try:
-            _read_one(ctx, sink, target=target, previous=previous)
+            _read_one(ctx, sink, target=target, previous=previous, hosts=hosts)
         except CollectorFailure as exc:
             if not (previous and "HTTP 400" in exc.detail):
                 raise
             sink.note(f"no previous log kept for {target.pod}/{target.container}")
 
 
-def _read_one(ctx: KubeContext, sink: Sink, *, target: LogTarget, previous: bool) -> None:
+def resolve_host(name: Any, hosts: dict[str, str]) -> str | None:
+    """The node behind a host name a log uses (pod name, hostname, FQDN, pod or node IP); None if unknown."""
+    if not name:
+        return None
+    text = str(name)
+    return hosts.get(text) or hosts.get(text.split(".", 1)[0])
+
+
+def _read_one(ctx: KubeContext, sink: Sink, *, target: LogTarget, previous: bool, hosts: dict[str, str]) -> None:
     bounds = ctx.caller.budget.bounds
     allowed = ctx.caller.budget.take_evidence_bytes(bounds.max_log_bytes_per_container)
     if allowed <= 0:
@@ -116,14 +152,20 @@ def _read_one(ctx: KubeContext, sink: Sink, *, target: LogTarget, previous: bool
         if matched > MAX_MATCHED_LINES:
             sink.truncate(f"more than {MAX_MATCHED_LINES} notable lines in {target.pod}/{target.container}")
             break
-        fields.update({"container": target.container, "previous": previous, "node": target.node})
+        fields.update({"container": target.container, "previous": previous, "node": target.node,
+                       "role": target.role})
+        # Scope counts nodes, not names: a pod's hostname, its IP and its node are one place.
+        if fields.get("host"):
+            fields["host_node"] = resolve_host(fields["host"], hosts)
+        if fields.get("peer"):
+            fields["peer_node"] = resolve_host(fields["peer"], hosts) or resolve_host(fields.get("peer_ip"), hosts)
         sink.observe(observation(kind="log_line", subject=subject, command=command, fields=fields,
                                  text=line[:1000]))
     tail = "\n".join(lines[-TAIL_LINES_KEPT:])
     sink.observe(observation(
         kind="log_tail", subject=subject, command=command, text=tail,
         fields={"container": target.container, "previous": previous, "lines": len(lines), "bytes": size,
-                "truncated": truncated, "node": target.node}))
+                "truncated": truncated, "node": target.node, "role": target.role}))
 
 
 def classify_line(line: str) -> dict[str, Any] | None:

@@ -11,12 +11,15 @@ from bot.diagnosis.engine import Sink
 PRESSURE = {"MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"}
 
 
-def collect_node(ctx: KubeContext, sink: Sink, *, node: str) -> None:
-    """Read one node by name (never list the cluster's nodes) and observe it."""
+def collect_node(ctx: KubeContext, sink: Sink, *, node: str, hop: str = "", expected_gpus: int = 0) -> None:
+    """Read one node by name (never list the cluster's nodes) and observe it; `hop` says why when it is not the
+    target's own node (nominated or claimed for a pending pod that asks for `expected_gpus`)."""
     wire = to_wire(ctx.caller.api, ctx.caller.get("/api/v1/nodes/{name}", path_params={"name": node},
                                                   response_type="V1Node", what=f"get node {node}"))
     sink.count(1)
-    observe_node(wire, sink)
+    with ctx.lock:
+        ctx.nodes_read[node] = wire
+    observe_node(wire, sink, hop=hop, expected_gpus=expected_gpus)
 
 
 def _int(value: Any) -> int | None:
@@ -26,7 +29,7 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def observe_node(node: dict[str, Any], sink: Sink) -> None:
+def observe_node(node: dict[str, Any], sink: Sink, *, hop: str = "", expected_gpus: int = 0) -> None:
     """Turn one node into observations."""
     meta, spec, status = node["metadata"], node.get("spec") or {}, node.get("status") or {}
     name, labels = meta["name"], meta.get("labels") or {}
@@ -56,8 +59,13 @@ def observe_node(node: dict[str, Any], sink: Sink) -> None:
         "cuda_version": labels.get("nvidia.com/cuda.runtime-version.full"),
         "kubelet_version": info.get("kubeletVersion"), "container_runtime": info.get("containerRuntimeVersion"),
         "kernel_version": info.get("kernelVersion"), "internal_ip": addresses.get("InternalIP"),
+        "hop": hop or None, "expected_gpus": expected_gpus or None,
+        # A node chosen for a GPU pod that advertises no allocatable GPU joined without a working driver or
+        # device plugin: placement worked, the platform did not.
+        "gpus_missing": bool(expected_gpus) and not (_int(allocatable.get("nvidia.com/gpu")) or 0),
     }
     sink.observe(observation(
         kind="node_capacity", subject=subject, command=describe, fields=fields,
         text=f"{name} nvidia.com/gpu allocatable {fields['gpu_allocatable']} of {fields['gpu_capacity']}"
-             f" ({fields['gpu_product'] or 'no GPU label'})"))
+             f" ({fields['gpu_product'] or 'no GPU label'})"
+             + (f"; {hop}, which asks for {expected_gpus} GPU(s)" if hop and expected_gpus else "")))
