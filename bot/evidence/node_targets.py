@@ -48,12 +48,6 @@ class NodeTarget(Target):
         return self.key
 
 
-def is_node_key(raw: str) -> bool:
-    """Whether `raw` is written in one of the canonical node forms (parse_target hands those here)."""
-    lowered = raw.strip().lower()
-    return lowered.startswith(K8S_PREFIX) or lowered.startswith(SLURM_PREFIX)
-
-
 def _shown(value: str) -> str:
     cleaned = "".join(ch if 32 <= ord(ch) < 127 and ch != "`" else "?" for ch in value)
     return cleaned if len(cleaned) <= 60 else cleaned[:57] + "..."
