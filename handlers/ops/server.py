@@ -13,7 +13,7 @@ from typing import Any
 import waitress
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from handlers.ops.paths import EVENTS_PATH
+from handlers.ops.paths import ALERTS_PATH, EVENTS_PATH
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +51,10 @@ class Readiness:
         return out
 
 
-def make_wsgi_app(*, events: WSGIApp, readiness: Readiness, registry: CollectorRegistry) -> WSGIApp:
-    """Route Slack's request URL to the Slack edge and the operational endpoints to small handlers."""
+def make_wsgi_app(*, events: WSGIApp, readiness: Readiness, registry: CollectorRegistry,
+                  alerts: WSGIApp | None = None, details: Callable[[], dict[str, Any]] | None = None) -> WSGIApp:
+    """Route Slack's request URL to the Slack edge, Alertmanager's to the alert intake (when configured), and
+    the operational endpoints to small handlers; `details` adds facts to /readyz that do not gate readiness."""
 
     def respond(start_response: StartResponse, status: str, body: bytes, content_type: str) -> list[bytes]:
         start_response(status, [("Content-Type", content_type), ("Content-Length", str(len(body)))])
@@ -67,12 +69,17 @@ def make_wsgi_app(*, events: WSGIApp, readiness: Readiness, registry: CollectorR
                     start_response, "401 Unauthorized", b'{"error":"invalid request"}', "application/json"
                 )
             return events(environ, start_response)
+        if path == ALERTS_PATH:
+            if alerts is None:
+                return respond(start_response, "404 Not Found",
+                               b'{"error":"alert intake is off: set TRIAGE_ALERTS_TOKEN"}', "application/json")
+            return alerts(environ, start_response)
         if path == "/healthz":
             return respond(start_response, "200 OK", b'{"status":"ok"}', "application/json")
         if path == "/readyz":
             results = readiness.results()
             ready = all(value == "ok" for value in results.values())
-            body = json.dumps({"ready": ready, "checks": results}).encode()
+            body = json.dumps({"ready": ready, "checks": results, **(details() if details else {})}).encode()
             return respond(
                 start_response, "200 OK" if ready else "503 Service Unavailable", body, "application/json"
             )

@@ -26,7 +26,8 @@ from bot.schedule.tasks import ensure_daily_prune
 from handlers.ops import server
 from handlers.ops.metrics import BotMetrics
 from handlers.ops.server import WSGIApp
-from handlers.slack import actions, commands, once, router
+from handlers.slack import actions, alert_intake, commands, once, router
+from handlers.slack.alert_intake import AlertRuntime
 from handlers.slack.manifest import BOT_SCOPES  # noqa: F401 (the scopes this app uses live with the manifest)
 from handlers.slack.notifier import SlackNotifier
 from handlers.slack.services import Services
@@ -39,6 +40,7 @@ class SlackBot:
 
     app: App
     services: Services
+    alerts: AlertRuntime | None = None  # POST /alerts/alertmanager, when TRIAGE_ALERTS_TOKEN is set
 
     @property
     def client(self) -> WebClient:
@@ -46,7 +48,9 @@ class SlackBot:
         return self.app.client
 
     def close(self) -> None:
-        """Stop the scheduler if it runs and release the database."""
+        """Stop the alert worker and the scheduler if they run, and release the database."""
+        if self.alerts is not None:
+            self.alerts.close()
         self.services.core.close()
 
 
@@ -90,6 +94,7 @@ def build_slack_bot(
     services = Services(
         core=core, subcommands=commands.registry(), metrics=metrics, diagnoser_label=diagnoser_label
     )
+    alerts = alert_intake.build(services=services, client=client)  # None unless TRIAGE_ALERTS_TOKEN is set
     ensure_daily_prune(store=core.tasks, now=clock())  # housekeeping of the exactly-once table
     signing_secret = settings.slack_signing_secret or ""
     app = App(
@@ -113,11 +118,12 @@ def build_slack_bot(
     once.register(app, services)  # a double-clicked button acts once
     actions.register(app, services)
     router.register(app, services)
-    return SlackBot(app=app, services=services)
+    return SlackBot(app=app, services=services, alerts=alerts)
 
 
 def http_app(bot: SlackBot) -> WSGIApp:
-    """The bot behind the one HTTP surface: `/slack/events`, `/healthz`, `/readyz`, `/metrics`."""
+    """The bot behind the one HTTP surface: `/slack/events`, `/alerts/alertmanager`, `/healthz`, `/readyz`,
+    `/metrics`."""
     from slack_bolt.adapter.wsgi import SlackRequestHandler
 
     core = bot.services.core
@@ -138,6 +144,8 @@ def http_app(bot: SlackBot) -> WSGIApp:
     readiness = server.Readiness(
         checks={"database": database, "slack": slack, "scheduler": scheduler}, cached=frozenset({"slack"})
     )
+    alerts = bot.alerts
     return server.make_wsgi_app(
-        events=SlackRequestHandler(bot.app), readiness=readiness, registry=bot.services.metrics.registry
+        events=SlackRequestHandler(bot.app), readiness=readiness, registry=bot.services.metrics.registry,
+        alerts=alerts.wsgi if alerts is not None else None, details=alerts.status if alerts is not None else None,
     )

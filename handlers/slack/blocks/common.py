@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from bot.evidence.report import SnapshotReport
+from bot.incidents.policy import BOT_ACTOR
 from bot.incidents.service import IncidentView, TimelineItem
 from handlers.slack.blocks import limits as block_limits
 from handlers.slack.blocks.limits import (
@@ -93,10 +94,26 @@ def button(*, text: str, action_id: str, value: str = "", style: str | None = No
     return element
 
 
+def who(user_id: str) -> str:
+    """A Slack mention, or the bot's own name for what it did itself (alert intake); never `<@triage-bot>`."""
+    return "triage-bot" if user_id == BOT_ACTOR else f"<@{user_id}>"
+
+
+def _alert_line(incident: IncidentView) -> str | None:
+    """An alert-opened incident's title (alert, severity, summary, link back), escaped; None otherwise."""
+    if incident.opened_by != BOT_ACTOR or incident.title == f"{incident.target} needs triage":
+        return None
+    escaped = incident.title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return f":rotating_light: *From Alertmanager:* {quiet(escaped)}"
+
+
 def _roles_line(incident: IncidentView) -> str:
     if not incident.roles:
         return "no roles assigned"
-    return ", ".join(f"{item.role} <@{item.user_id}>" for item in incident.roles)
+    roles = ", ".join(f"{item.role} {who(item.user_id)}" for item in incident.roles)
+    if incident.holders("commander") == (BOT_ACTOR,):
+        roles += " (nobody yet: `/triage assign @you commander`)"
+    return roles
 
 
 def incident_root(*, incident: IncidentView, report: SnapshotReport | None = None) -> list[Block]:
@@ -109,6 +126,9 @@ def incident_root(*, incident: IncidentView, report: SnapshotReport | None = Non
             f"*Workload:* `{incident.target}`\n*Roles:* {_roles_line(incident)}"
         ),
     ]
+    alert = _alert_line(incident)
+    if alert is not None:
+        blocks.append(section(alert))
     if report is not None:
         layer = report.verdict.layer.value if report.verdict.layer else "undetermined"
         blocks.append(
@@ -118,7 +138,7 @@ def incident_root(*, incident: IncidentView, report: SnapshotReport | None = Non
         blocks.append(section(f"*Failing layer (last snapshot):* {incident.verdict_layer}"))
     blocks.append(
         context(
-            f"Opened by <@{incident.opened_by}> at {incident.opened_at:%Y-%m-%d %H:%M} UTC",
+            f"Opened by {who(incident.opened_by)} at {incident.opened_at:%Y-%m-%d %H:%M} UTC",
             "Everything about this incident is in the thread. `/triage help` lists what you can do.",
         )
     )
