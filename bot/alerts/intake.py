@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
@@ -197,11 +198,11 @@ class AlertIntake:
 
     def _record_once(self, notification: Notification) -> list[_Seen]:
         now = self.clock()
-        seen: list[_Seen] = []
         with session_scope(self.engine) as session:
             fingerprints = sorted({alert.identity for alert in notification.alerts})
             existing = {(row.fingerprint, row.starts_at): row for row in session.exec(
                 select(ReceivedAlert).where(col(ReceivedAlert.fingerprint).in_(fingerprints)))}
+            pending: list[tuple[Alert, Decision, ReceivedAlert, str | None]] = []
             for alert in notification.alerts:
                 decision = decide(self.rules, alert.labels)
                 row = existing.get((alert.identity, alert.startsAt))
@@ -215,14 +216,17 @@ class AlertIntake:
                         action="open" if decision.opens else "record", first_received_at=now, last_received_at=now,
                         notifications=1)
                     existing[(alert.identity, alert.startsAt)] = row
-                else:
+                elif (row.status, row.ends_at) != (alert.status, alert.ended_at) or row.annotations != alert.annotations:
                     row.status, row.ends_at, row.annotations = alert.status, alert.ended_at, dict(alert.annotations)
-                    row.last_received_at = now
-                    row.notifications += 1
-                session.add(row)
-                session.flush()
-                seen.append(_Seen(alert=alert, decision=decision, row_id=int(row.id or 0),
-                                  incident_key=row.incident_key, was=was))
+                pending.append((alert, decision, row, was))
+            session.add_all([row for _, _, row, _ in pending])
+            session.flush()  # one batched INSERT for the new rows
+            seen = [_Seen(alert=alert, decision=decision, row_id=int(row.id or 0), incident_key=row.incident_key,
+                          was=was) for alert, decision, row, was in pending]
+            repeated = [item.row_id for item in seen if item.was is not None]
+            if repeated:  # one UPDATE for what every repeated notification changes
+                session.execute(update(ReceivedAlert).where(col(ReceivedAlert.id).in_(repeated)).values(
+                    last_received_at=now, notifications=ReceivedAlert.notifications + 1))
         return seen
 
     # --- 2. open or link -------------------------------------------------------------------------
@@ -308,11 +312,9 @@ class AlertIntake:
         return None if key is None else self.incidents.get(incident_key=key)
 
     def _mark(self, seen: Sequence[_Seen], *, action: str, note: str, incident_key: str | None, target: str) -> None:
-        ids = [item.row_id for item in seen]
         with session_scope(self.engine) as session:
-            for row in session.exec(select(ReceivedAlert).where(col(ReceivedAlert.id).in_(ids))):
-                row.action, row.note, row.incident_key, row.target = action, note[:500], incident_key, target[:400]
-                session.add(row)
+            session.execute(update(ReceivedAlert).where(col(ReceivedAlert.id).in_([item.row_id for item in seen])).values(
+                action=action, note=note[:500], incident_key=incident_key, target=target[:400]))
         for item in seen:
             item.incident_key = incident_key
 
