@@ -24,11 +24,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import update
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import col, select
-
 from bot.alerts.payload import Alert, Notification
 from bot.alerts.routing import Decision, RoutingRules, decide
 from bot.alerts.subjects import PodRef, Subject, subject_of
@@ -36,7 +31,7 @@ from bot.evidence import findings
 from bot.evidence.targets import Target
 from bot.incidents.policy import BOT_ACTOR
 from bot.incidents.service import IncidentService, IncidentView
-from storage.db import session_scope
+from storage.db import Engine, IntegrityError, session_scope
 from storage.repositories import alerts as alert_repo
 from storage.repositories import incidents as incident_repo
 from storage.tables.alerts import ReceivedAlert
@@ -199,9 +194,8 @@ class AlertIntake:
     def _record_once(self, notification: Notification) -> list[_Seen]:
         now = self.clock()
         with session_scope(self.engine) as session:
-            fingerprints = sorted({alert.identity for alert in notification.alerts})
-            existing = {(row.fingerprint, row.starts_at): row for row in session.exec(
-                select(ReceivedAlert).where(col(ReceivedAlert.fingerprint).in_(fingerprints)))}
+            existing = {(row.fingerprint, row.starts_at): row for row in alert_repo.with_fingerprints(
+                session, fingerprints=[alert.identity for alert in notification.alerts])}
             pending: list[tuple[Alert, Decision, ReceivedAlert, str | None]] = []
             for alert in notification.alerts:
                 decision = decide(self.rules, alert.labels)
@@ -223,10 +217,7 @@ class AlertIntake:
             session.flush()  # one batched INSERT for the new rows
             seen = [_Seen(alert=alert, decision=decision, row_id=int(row.id or 0), incident_key=row.incident_key,
                           was=was) for alert, decision, row, was in pending]
-            repeated = [item.row_id for item in seen if item.was is not None]
-            if repeated:  # one UPDATE for what every repeated notification changes
-                session.execute(update(ReceivedAlert).where(col(ReceivedAlert.id).in_(repeated)).values(
-                    last_received_at=now, notifications=ReceivedAlert.notifications + 1))
+            alert_repo.count_repeat(session, ids=[item.row_id for item in seen if item.was is not None], at=now)
         return seen
 
     # --- 2. open or link -------------------------------------------------------------------------
@@ -255,9 +246,9 @@ class AlertIntake:
             group.seen.append(item)
         if notes:
             with session_scope(self.engine) as session:
-                for row in session.exec(select(ReceivedAlert).where(col(ReceivedAlert.id).in_(list(notes)))):
-                    row.action, row.note = "unmapped", notes[int(row.id or 0)][:500]
-                    session.add(row)
+                for row_id, note in notes.items():
+                    alert_repo.mark(session, ids=[row_id], action="unmapped", note=note, incident_key=None,
+                                    target=None)
         return groups, len(notes)
 
     def _open_or_link(self, groups: dict[str, _Group], *,
@@ -313,8 +304,8 @@ class AlertIntake:
 
     def _mark(self, seen: Sequence[_Seen], *, action: str, note: str, incident_key: str | None, target: str) -> None:
         with session_scope(self.engine) as session:
-            session.execute(update(ReceivedAlert).where(col(ReceivedAlert.id).in_([item.row_id for item in seen])).values(
-                action=action, note=note[:500], incident_key=incident_key, target=target[:400]))
+            alert_repo.mark(session, ids=[item.row_id for item in seen], action=action, note=note,
+                            incident_key=incident_key, target=target)
         for item in seen:
             item.incident_key = incident_key
 

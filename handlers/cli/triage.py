@@ -6,16 +6,16 @@ from __future__ import annotations
 import enum
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from bot.config import load_settings
-from bot.diagnosis import compare as compare_mod
-from bot.evidence.report import SnapshotReport
-from bot.evidence.targets import InvalidTarget, Platform, Target, parse_target
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from bot.diagnosis import compare as compare_mod
+    from bot.evidence.report import SnapshotReport
+    from bot.evidence.targets import Target
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_UNREACHABLE = 0, 2, 3, 4
 
@@ -34,6 +34,8 @@ def _fail(message: str, *, code: int) -> typer.Exit:
 
 
 def _snapshot(*, raw: str, settings: Any) -> SnapshotReport:
+    from bot.evidence.targets import InvalidTarget, parse_target
+
     try:
         target = parse_target(raw)
     except InvalidTarget as exc:
@@ -44,6 +46,7 @@ def _snapshot(*, raw: str, settings: Any) -> SnapshotReport:
 def _diagnose(*, target: Target, settings: Any) -> SnapshotReport:
     from bot.diagnosis import service as diagnose_mod
     from bot.evidence.node_targets import NodeTarget
+    from bot.evidence.targets import Platform
 
     try:
         return diagnose_mod.diagnose(target=target, settings=settings)
@@ -64,6 +67,8 @@ def _diagnose(*, target: Target, settings: Any) -> SnapshotReport:
 
 def render_text(console: Console, report: SnapshotReport, differences: list[compare_mod.Difference] | None) -> None:
     """The report for a terminal, with rich tables."""
+    from rich.table import Table
+
     verdict = report.verdict
     console.print(f"[bold]{report.target}[/bold] ({report.target_kind or 'unknown kind'}) — verdict: "
                   f"[bold]{verdict.layer.value if verdict.layer else 'undetermined'}[/bold] "
@@ -112,6 +117,8 @@ def register(app: typer.Typer) -> None:
         differences = None
         if compare:
             healthy = _snapshot(raw=compare, settings=settings)
+            from bot.diagnosis import compare as compare_mod
+
             differences = compare_mod.compare_snapshots(failing=report, healthy=healthy)
         _print(report, differences=differences, compare=compare, output=output)
 
@@ -125,6 +132,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Is this node bad? Conditions, taints, GPUs, Xid/ECC/NVLink, GPU stack pods, who runs on it, next steps."""
         from bot.evidence.node_targets import parse_node_target
+        from bot.evidence.targets import InvalidTarget
 
         settings = _settings(kubeconfig=kubeconfig, context=context, deadline=deadline)
         try:
@@ -142,6 +150,8 @@ def _settings(*, kubeconfig: Path | None, context: str | None, deadline: float |
         raise _fail("--deadline must be between 0 and 600 seconds", code=EXIT_BAD_INPUT)
     if kubeconfig is not None and not kubeconfig.is_file():
         raise _fail(f"--kubeconfig {kubeconfig} is not a readable file", code=EXIT_BAD_INPUT)
+    from bot.config import load_settings
+
     settings = load_settings()
     updates: dict[str, Any] = {}
     if kubeconfig is not None:
@@ -165,4 +175,6 @@ def _print(report: SnapshotReport, *, differences: list[compare_mod.Difference] 
 
         typer.echo(render_markdown(snapshot=report, differences=differences), nl=False)
     else:
+        from rich.console import Console
+
         render_text(Console(), report, differences)

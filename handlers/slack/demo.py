@@ -6,11 +6,9 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import urllib.parse
 from pathlib import Path
 from typing import Annotated, Any
 
-import requests
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -18,12 +16,11 @@ from rich.panel import Panel
 from rich.text import Text
 
 from bot.config import Settings
-from bot.lab import demo
+from bot.lab import demo, slack_events
 from bot.lab.slack_api import BOT_TOKEN, RecordedCall, SlackApiStandIn
 from bot.records import files as record_files
 from handlers.ops import server as http_server
 from handlers.slack.app import build_slack_bot, http_app
-from handlers.slack.signing import signature_headers
 from storage import db
 
 SHOWN_METHODS = {
@@ -183,25 +180,15 @@ def play(*, out_dir: Path, console: Console) -> list[Path]:
 
 
 def _send(*, url: str, secret: str, user_id: str, text: str, number: int, response_url: str) -> str:
-    body = urllib.parse.urlencode(
-        {
-            "team_id": "T0LAB",
-            "channel_id": demo.CHANNEL_ID,
-            "channel_name": "incident-demo",
-            "user_id": user_id,
-            "user_name": user_id.lower(),
-            "command": "/triage",
-            "text": text,
-            "api_app_id": "A0TRIAGE",
-            "response_url": response_url,
-            "trigger_id": f"demo.{number}.{secrets.token_hex(4)}",
-        }
+    body = slack_events.slash_command_body(
+        text=text,
+        user_id=user_id,
+        channel_id=demo.CHANNEL_ID,
+        channel_name="incident-demo",
+        trigger_id=f"demo.{number}.{secrets.token_hex(4)}",
+        response_url=response_url,
     )
-    headers = {
-        "Content-Type": "application/x-www-form-urlencoded",
-        **signature_headers(body=body, secret=secret),
-    }
-    response = requests.post(f"{url}/slack/events", data=body.encode(), headers=headers, timeout=30)
+    response = slack_events.post_signed(base_url=url, body=body, secret=secret)
     response.raise_for_status()
     return response.text.strip()
 

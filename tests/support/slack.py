@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import hmac
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import requests
 
 from bot.config import Settings
 from bot.evidence.report import Diagnoser
+from bot.lab import slack_events
 from bot.lab.demo import minimal_diagnoser
 from bot.lab.slack_api import BOT_TOKEN, SlackApiStandIn
 from handlers.ops import server as http_server
@@ -29,9 +29,7 @@ SIGNING_SECRET = "lab-signing-secret-0123456789abcdef"
 
 def sign(*, body: str, secret: str = SIGNING_SECRET, timestamp: int | None = None) -> dict[str, str]:
     """The two headers Slack sends: `X-Slack-Request-Timestamp` and `X-Slack-Signature` (v0 HMAC-SHA256)."""
-    stamp = str(int(time.time()) if timestamp is None else timestamp)
-    digest = hmac.new(secret.encode(), f"v0:{stamp}:{body}".encode(), hashlib.sha256).hexdigest()
-    return {"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": f"v0={digest}"}
+    return slack_events.signature_headers(body=body, secret=secret, timestamp=timestamp)
 
 
 def slash_body(

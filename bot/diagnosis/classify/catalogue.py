@@ -173,7 +173,9 @@ def parse_rules(*, documents: Sequence[Mapping[str, Any]]) -> tuple[Rule, ...]:
 def load_rules() -> tuple[Rule, ...]:
     """The packaged catalogue, parsed once per process (it is immutable data)."""
     text = resources.files("bot.diagnosis.classify").joinpath("rules.yaml").read_text(encoding="utf-8")
-    documents = yaml.safe_load(text)
+    # LibYAML's safe loader when PyYAML was built with it: the pure-Python parser spent most of a
+    # terminal command's start-up on this file.
+    documents = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     if not isinstance(documents, list):
         raise CatalogueError("rules.yaml must be a list of rules")
     return parse_rules(documents=documents)
