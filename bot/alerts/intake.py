@@ -20,7 +20,7 @@ import dataclasses
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -200,6 +200,8 @@ class AlertIntake:
             for alert in notification.alerts:
                 decision = decide(self.rules, alert.labels)
                 row = existing.get((alert.identity, alert.startsAt))
+                if row is None and alert.status == "resolved":
+                    row = _firing_of(existing.values(), fingerprint=alert.identity)
                 was = None if row is None else row.status
                 if row is None:
                     row = ReceivedAlert(
@@ -282,7 +284,7 @@ class AlertIntake:
                 self.incidents.add_timeline_entry(
                     incident_key=current.key, actor=BOT_ACTOR, kind="alert",
                     text=f"Opened from alert(s) {names} (rule `{group.decision.rule}`, receiver "
-                         f"`{notification.receiver}`)"[:4000],
+                         f"`{_plain(notification.receiver)}`)"[:4000],
                     data={"fingerprints": [view.fingerprint for view in views[:200]], "rule": group.decision.rule,
                           "alerts": len(views)})
                 opened.append(Opened(incident=current, alerts=views, rule=group.decision.rule,
@@ -337,8 +339,21 @@ class AlertIntake:
         return resolved
 
 
+def _firing_of(rows: Iterable[ReceivedAlert], *, fingerprint: str) -> ReceivedAlert | None:
+    """The firing this resolution ends when Alertmanager reports it with another startsAt (it does when the end
+    it was given lies before the alert's start, or after it lost its state): the latest one of that label set."""
+    candidates = [row for row in rows if row.fingerprint == fingerprint and row.status == "firing"
+                  and row.starts_at is not None]
+    return max(candidates, key=lambda row: row.starts_at, default=None)  # type: ignore[arg-type, return-value]
+
+
+def _plain(text: str) -> str:
+    """Alert text for the timeline: printable, bounded, without the characters that make links or mentions."""
+    return "".join(ch if ch.isprintable() and ch not in "<>`&" else "?" for ch in text)[:120]
+
+
 def _names(views: Sequence[AlertView]) -> str:
-    counts = collections.Counter(view.name for view in views)
+    counts = collections.Counter(_plain(view.name) for view in views)
     shown = ", ".join(f"`{name}`" + (f" ×{count}" if count > 1 else "") for name, count in
                       counts.most_common(MAX_NAMES_IN_TEXT))
     more = len(counts) - MAX_NAMES_IN_TEXT

@@ -35,12 +35,14 @@ from handlers.slack.blocks import alerts as alert_blocks
 from handlers.slack.blocks import common as blocks
 from handlers.slack.router import CommandContext, slack_error_code
 from handlers.slack.services import Services
+from storage import db
 
 log = logging.getLogger(__name__)
 
 ROOT_POST_FAILED = "root_post_failed"
 SNAPSHOT_WORKERS = 2
 OWNER_CACHE = 4096
+DATABASE_ATTEMPTS = 3
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -86,12 +88,22 @@ class AlertRuntime:
             if item is None:
                 continue
             try:
-                self.handle(item)
+                self._handle_retrying(item)
             except Exception:
                 log.exception("alert notification failed")
             finally:
                 self.queue.done()
                 self.services.work.end()
+
+    def _handle_retrying(self, item: Queued) -> None:
+        """The database blinking must not lose an accepted notification: retry it (processing is idempotent)."""
+        for attempt in range(DATABASE_ATTEMPTS):
+            try:
+                self.handle(item)
+                return
+            except db.DatabaseUnavailable:
+                if attempt == DATABASE_ATTEMPTS - 1 or self._stop.wait(2.0 * (attempt + 1)):
+                    raise
 
     def handle(self, item: Queued) -> alert_intake.IntakeResult:
         """Process one notification and post what it did."""
@@ -132,7 +144,8 @@ class AlertRuntime:
         incidents = self.services.incidents
         try:
             ts = replies.post_message(self.client, channel=incident.channel_id,
-                                      text=f"{blocks.incident_root_text(incident=incident)} · alert {alerts[0].name}",
+                                      text=f"{blocks.incident_root_text(incident=incident)} · alert "
+                                           f"{alert_blocks.plain(alerts[0].name)}",
                                       blocks_=blocks.incident_root(incident=incident))
         except (SlackClientError, OSError) as error:
             incidents.add_timeline_entry(incident_key=incident.key, actor=BOT_ACTOR, kind=ROOT_POST_FAILED,
@@ -143,7 +156,7 @@ class AlertRuntime:
         incident = incidents.attach_root_message(incident_key=incident.key, channel_id=incident.channel_id, ts=ts)
         external_url = opened.external_url if opened else ""
         self._safely(incident, text=f"{incident.key} opened from Alertmanager"
-                     + (f" (receiver `{opened.receiver}`, rule `{opened.rule}`)" if opened else "")
+                     + (f" (receiver `{alert_blocks.plain(opened.receiver)}`, rule `{opened.rule}`)" if opened else "")
                      + ". Nobody holds command yet: take it with `/triage assign @you commander`. "
                      f"Taking a bounded snapshot of `{incident.target}` as triage-bot…",
                      blocks_=alert_blocks.alert_details(alerts=alerts, external_url=external_url,

@@ -147,6 +147,18 @@ def test_resolutions_go_on_the_timeline_and_only_the_last_one_suggests_resolving
     assert incidents.get(incident_key=key).status == "investigating"  # suggested, never resolved by the bot
 
 
+def test_a_resolution_reported_with_another_start_still_resolves_the_firing_alert(
+    intake: AlertIntake, incidents: IncidentService
+) -> None:
+    """Alertmanager reports `startsAt = endsAt` for an end posted before the alert's own start was merged."""
+    firing = xid()
+    key = _send(intake, firing).opened[0].incident.key
+    result = _send(intake, dict(firing, status="resolved", startsAt="2026-03-01T10:00:00Z",
+                                endsAt="2026-03-01T10:00:00Z"))
+    assert result.resolved[0].all_resolved is True
+    assert incidents.timeline(key)[-1].kind == "alerts_all_resolved"
+
+
 def test_an_incident_someone_resolved_is_not_reopened_by_its_alert_repeating(
     intake: AlertIntake, incidents: IncidentService
 ) -> None:

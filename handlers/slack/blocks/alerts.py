@@ -28,6 +28,11 @@ def _link(url: str, label: str) -> str:
     return f"<{safe}|{label}>"
 
 
+def plain(text: str, *, limit: int = 150) -> str:
+    """Untrusted alert text (a label, the receiver) made safe for a message's text."""
+    return blocks.clip(_escape(" ".join(text.split())).replace("`", "'"), limit=limit)
+
+
 def names(alerts: Sequence[AlertView]) -> str:
     """`Name` ×n, most frequent first (escaped)."""
     counts = collections.Counter(alert.name for alert in alerts)
