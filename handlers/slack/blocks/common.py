@@ -156,7 +156,7 @@ def open_list(*, incidents: Sequence[IncidentView]) -> list[Block]:
         return [section("No open incidents. :sparkles:")]
     lines = [
         f"*{item.key}* {STATUS_EMOJI.get(item.status, '')} {item.status} · `{item.target}` · "
-        f"severity {item.severity or '?'} · commander {', '.join(f'<@{u}>' for u in item.holders('commander')) or 'none'}"
+        f"severity {item.severity or '?'} · commander {', '.join(who(u) for u in item.holders('commander')) or 'none'}"
         for item in incidents
     ]
     blocks = [header(f"{len(incidents)} open incident(s)")]
