@@ -76,6 +76,13 @@ class Settings(BaseSettings):
     # Where k8s-debug creates its probe pods (the chart's nodeProbe RBAC grants pod create/delete there only).
     node_probe_namespace: str = Field(default="default", alias="TRIAGE_NODE_PROBE_NAMESPACE")
 
+    # Alert intake (POST /alerts/alertmanager): off until a token is set
+    alerts_token: str | None = Field(default=None, alias="TRIAGE_ALERTS_TOKEN")
+    alerts_rules_path: Path | None = Field(default=None, alias="TRIAGE_ALERTS_RULES")
+    alerts_queue_size: int = Field(default=64, ge=1, le=10_000, alias="TRIAGE_ALERTS_QUEUE_SIZE")
+    alerts_max_body_bytes: int = Field(default=4_194_304, ge=1024, le=64 * 1024 * 1024,
+                                       alias="TRIAGE_ALERTS_MAX_BODY_BYTES")
+
     # Scheduling
     scheduler_enabled: bool = Field(default=True, alias="TRIAGE_SCHEDULER_ENABLED")
     scheduler_poll_seconds: float = Field(default=5.0, gt=0, alias="TRIAGE_SCHEDULER_POLL_SECONDS")

@@ -22,7 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("handlers.slack.demo", "Play one whole incident locally; write its handoff and postmortem."),
     "serve": ("handlers.slack.serve", "Run the Slack bot (HTTP, or Socket Mode with SLACK_APP_TOKEN)."),
     "manifest": ("handlers.slack.manifest", "Print the Slack app manifest (YAML) to create the app."),
-    "triage": ("handlers.cli.triage", "Bounded diagnostic snapshots of one workload or Slurm job."),
+    "triage": ("handlers.cli.triage", "Bounded diagnostic snapshots of one workload, Slurm job or node."),
     "classify": ("handlers.cli.classify", "Classify evidence lines from stdin: layer, rule, scope, next step."),
     "fabric": ("handlers.cli.fabric", "NCCL/InfiniBand scope from logs, and opt-in bounded fabric probes."),
     "export": ("handlers.cli.export", "Print an incident's postmortem or handoff; write its evidence bundle."),

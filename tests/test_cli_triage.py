@@ -96,11 +96,11 @@ def test_context_picks_the_cluster_from_a_kubeconfig_with_several(tmp_path: Path
 
 
 def test_lab_list_names_every_scenario() -> None:
-    from bot.lab import scenarios
+    from bot.lab import node_scenarios, scenarios
 
     code, out, _ = _run("lab", "list")
     assert code == 0
-    assert [line.split()[0] for line in out.splitlines()] == list(scenarios.SCENARIOS)
+    assert [line.split()[0] for line in out.splitlines()] == [*scenarios.SCENARIOS, *node_scenarios.NODE_SCENARIOS]
 
 
 def test_lab_serve_prints_a_kubeconfig_that_works_until_interrupted(tmp_path: Path) -> None:

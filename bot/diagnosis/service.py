@@ -25,6 +25,7 @@ from bot.evidence.findings import (
     Severity,
     utcnow,
 )
+from bot.evidence.node_targets import NodeTarget
 from bot.evidence.report import Diagnoser, Diagnosis, SnapshotReport, SnapshotUnavailable
 from bot.evidence.targets import Platform, Target, parse_target
 
@@ -59,7 +60,13 @@ def diagnose(
     taken_at = utcnow()
     budget = engine.Budget(bounds=settings.bounds)
     followed: tuple[str, ...] = ()
-    if parsed.platform is Platform.SLURM:
+    node = isinstance(parsed, NodeTarget)
+    if node:
+        from bot.diagnosis import node_triage
+
+        result, kind, placement = node_triage.collect(target=parsed, settings=settings, budget=budget,
+                                                      api_client=api_client, slurm_backend=slurm_backend)
+    elif parsed.platform is Platform.SLURM:
         result, kind, placement = _slurm(target=parsed, settings=settings, budget=budget, backend=slurm_backend,
                                          probe_gpus=probe_gpus)
     else:
@@ -68,6 +75,8 @@ def diagnose(
     observations = _aged(list(result.observations) + _engine_observations(result.reports), now=taken_at)
     diagnosis = classify(observations)
     extra = _snapshot_findings(observations, already={f.rule for f in diagnosis.findings})
+    if node:
+        extra += node_triage.next_steps(target=parsed, observations=observations, diagnosis=diagnosis)
     return redact.redact_report(SnapshotReport(  # the one redaction step: whoever renders it, it leaves redacted
         target=parsed.key, target_kind=kind, taken_at=taken_at, elapsed_ms=budget.elapsed_ms(),
         verdict=diagnosis.verdict, findings=tuple(diagnosis.findings) + tuple(extra), collectors=result.reports,

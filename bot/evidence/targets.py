@@ -126,6 +126,10 @@ def parse_target(raw: str) -> Target:
     if len(text) > MAX_ID_LENGTH:
         raise InvalidTarget(f"That id is {len(text)} characters long; ids are at most {MAX_ID_LENGTH}.")
     lowered = text.lower()
+    if lowered.startswith(("node:", "slurm-node:")):  # a node incident's stored target (bot.evidence.node_targets)
+        from bot.evidence.node_targets import parse_node_target
+
+        return parse_node_target(text)
     # A leading digit means Slurm only without a '/': `42-team/train` is a valid namespace/name.
     if lowered.startswith("slurm:") or text.isascii() and text[:1].isdigit() and "/" not in text:
         number = text.split(":", 1)[1] if lowered.startswith("slurm:") else text

@@ -123,11 +123,16 @@ class IncidentService:
 
     # --- opening -------------------------------------------------------------------------------
 
-    def open_for_target(self, *, target: Target, channel_id: str, opened_by: str) -> OpenResult:
-        """Open an incident for the workload, or return the one already open (never two)."""
+    def open_for_target(self, *, target: Target, channel_id: str, opened_by: str, title: str | None = None,
+                        severity: str | None = None) -> OpenResult:
+        """Open an incident for the workload, or return the one already open (never two). Alert intake names
+        the alert in `title` and sets its rule's initial `severity` (a snapshot's findings set it after)."""
+        if severity is not None and severity not in SEVERITIES:
+            raise IncidentError(f"`{severity[:20]}` is not a severity. Use one of: {', '.join(SEVERITIES)}.")
         for attempt in range(OPEN_ATTEMPTS):
             try:
-                return self._open_once(target=target, channel_id=channel_id, opened_by=opened_by)
+                return self._open_once(target=target, channel_id=channel_id, opened_by=opened_by,
+                                       title=title, severity=severity)
             except IntegrityError:
                 # Another replica (or a Slack retry) opened this workload, or took the next number,
                 # between our read and our insert; the next pass finds theirs or takes the next one.
@@ -135,7 +140,8 @@ class IncidentService:
                     raise
         raise AssertionError("unreachable")
 
-    def _open_once(self, *, target: Target, channel_id: str, opened_by: str) -> OpenResult:
+    def _open_once(self, *, target: Target, channel_id: str, opened_by: str, title: str | None = None,
+                   severity: str | None = None) -> OpenResult:
         with session_scope(self.engine) as session:
             existing = incident_repo.open_for_workload(session, workload_key=target.workload_key)
             if existing is not None:
@@ -145,7 +151,8 @@ class IncidentService:
             incident = Incident(
                 number=number,
                 key=f"INC-{number:04d}",
-                title=f"{target.key} needs triage",
+                title=(title or f"{target.key} needs triage")[:400],
+                severity=severity,
                 target=target.key,
                 target_platform=target.platform.value,
                 workload_key=target.workload_key,

@@ -1135,8 +1135,9 @@ class UnknownScenario(KeyError):
 
 def build(name: str) -> Scenario:
     """Build one scenario by name."""
-    try:
-        factory = SCENARIOS[name]
-    except KeyError:
-        raise UnknownScenario(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}") from None
+    from bot.lab.node_scenarios import NODE_SCENARIOS  # node triage scenarios live beside these
+
+    factory = SCENARIOS.get(name) or NODE_SCENARIOS.get(name)
+    if factory is None:
+        raise UnknownScenario(f"unknown scenario {name!r}; known: {', '.join([*SCENARIOS, *NODE_SCENARIOS])}")
     return factory()

@@ -19,9 +19,9 @@ def register(app: typer.Typer) -> None:
     @lab.command("list")
     def lab_list() -> None:
         """Name the lab scenarios and what each simulates."""
-        from bot.lab import scenarios
+        from bot.lab import node_scenarios, scenarios
 
-        for name, factory in scenarios.SCENARIOS.items():
+        for name, factory in {**scenarios.SCENARIOS, **node_scenarios.NODE_SCENARIOS}.items():
             typer.echo(f"{name:22} {' '.join((factory.__doc__ or '').split())}")
 
     @lab.command("serve")
@@ -43,7 +43,10 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"kubeconfig: {path}")
         typer.echo(f"server: {server.url}")
         typer.echo(f"scenario: {built.name} — {built.description}")
-        typer.echo(f"try: triage-bot triage job {built.target} --kubeconfig {path} --compare {built.healthy_target}")
+        if built.target.startswith("node:"):
+            typer.echo(f"try: triage-bot triage node {built.target} --kubeconfig {path}")
+        else:
+            typer.echo(f"try: triage-bot triage job {built.target} --kubeconfig {path} --compare {built.healthy_target}")
         typer.echo(f"     kubectl --kubeconfig {path} get pods -A -o wide")
         typer.echo(server.kubeconfig_text(), nl=True)
         stop = threading.Event()

@@ -1,4 +1,5 @@
-"""`triage-bot triage job <id>`: one bounded snapshot from the terminal, as text, JSON or Markdown."""
+"""`triage-bot triage job <id>` and `triage node <name>`: one bounded snapshot from the terminal, as text, JSON or
+Markdown."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
 
     from bot.diagnosis import compare as compare_mod
     from bot.evidence.report import SnapshotReport
+    from bot.evidence.targets import Target
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_UNREACHABLE = 0, 2, 3, 4
 
@@ -32,20 +34,31 @@ def _fail(message: str, *, code: int) -> typer.Exit:
 
 
 def _snapshot(*, raw: str, settings: Any) -> SnapshotReport:
-    from bot.diagnosis import service as diagnose_mod
-    from bot.evidence.targets import InvalidTarget, Platform, parse_target
+    from bot.evidence.targets import InvalidTarget, parse_target
 
     try:
         target = parse_target(raw)
     except InvalidTarget as exc:
         raise _fail(str(exc), code=EXIT_BAD_INPUT) from None
+    return _diagnose(target=target, settings=settings)
+
+
+def _diagnose(*, target: Target, settings: Any) -> SnapshotReport:
+    from bot.diagnosis import service as diagnose_mod
+    from bot.evidence.node_targets import NodeTarget
+    from bot.evidence.targets import Platform
+
     try:
         return diagnose_mod.diagnose(target=target, settings=settings)
     except diagnose_mod.TargetNotFound as exc:
-        hint = (f"Check the job id with `squeue -j {target.name}` or `sacct -j {target.name}`."
-                if target.platform is Platform.SLURM else
-                f"Check the namespace and name with `kubectl get all -n {target.namespace}` "
-                f"(or `kubectl api-resources` for the kind's name).")
+        if isinstance(target, NodeTarget):
+            hint = ("List the nodes with `sinfo -N`." if target.platform is Platform.SLURM else
+                    "List the nodes with `kubectl get nodes`.")
+        elif target.platform is Platform.SLURM:
+            hint = f"Check the job id with `squeue -j {target.name}` or `sacct -j {target.name}`."
+        else:
+            hint = (f"Check the namespace and name with `kubectl get all -n {target.namespace}` "
+                    f"(or `kubectl api-resources` for the kind's name).")
         raise _fail(f"{exc}. {hint}", code=EXIT_NOT_FOUND) from None
     except diagnose_mod.ClusterUnreachable as exc:
         raise _fail(f"cluster unreachable: {exc}. Check --kubeconfig/--context and that the API server answers.",
@@ -107,21 +120,7 @@ def register(app: typer.Typer) -> None:
         compare: Annotated[str | None, typer.Option(help="a healthy workload id to diff against")] = None,
     ) -> None:
         """Take a bounded snapshot of one workload, classify it, and print the report."""
-        if deadline is not None and not 0 < deadline <= 600:
-            raise _fail("--deadline must be between 0 and 600 seconds", code=EXIT_BAD_INPUT)
-        if kubeconfig is not None and not kubeconfig.is_file():
-            raise _fail(f"--kubeconfig {kubeconfig} is not a readable file", code=EXIT_BAD_INPUT)
-        from bot.config import load_settings
-
-        settings = load_settings()
-        updates: dict[str, Any] = {}
-        if kubeconfig is not None:
-            updates["kubeconfig"] = kubeconfig
-        if context is not None:
-            updates["kube_context"] = context
-        if deadline is not None:
-            updates["bounds"] = settings.bounds.model_copy(update={"deadline_seconds": deadline})
-        settings = settings.model_copy(update=updates)
+        settings = _settings(kubeconfig=kubeconfig, context=context, deadline=deadline)
         report = _snapshot(raw=job_id, settings=settings)
         differences = None
         if compare:
@@ -129,18 +128,61 @@ def register(app: typer.Typer) -> None:
             from bot.diagnosis import compare as compare_mod
 
             differences = compare_mod.compare_snapshots(failing=report, healthy=healthy)
-        if output is OutputFormat.JSON:
-            data = report.to_dict()
-            if differences is not None:
-                data["compare"] = {"healthy": compare, "differences": [d.to_dict() for d in differences]}
-            typer.echo(json.dumps(data, indent=2))
-        elif output is OutputFormat.MARKDOWN:
-            from handlers.render.markdown import render_markdown
+        _print(report, differences=differences, compare=compare, output=output)
 
-            typer.echo(render_markdown(snapshot=report, differences=differences), nl=False)
-        else:
-            from rich.console import Console
+    @triage.command("node")
+    def node(
+        name: Annotated[str, typer.Argument(help="a Kubernetes node name (or node:<name>), or slurm:<name>")],
+        kubeconfig: Annotated[Path | None, typer.Option(help="kubeconfig file (default: $KUBECONFIG)")] = None,
+        context: Annotated[str | None, typer.Option(help="kubeconfig context")] = None,
+        deadline: Annotated[float | None, typer.Option(help="global snapshot deadline in seconds")] = None,
+        output: Annotated[OutputFormat, typer.Option("--format", help="text, json or markdown")] = OutputFormat.TEXT,
+    ) -> None:
+        """Is this node bad? Conditions, taints, GPUs, Xid/ECC/NVLink, GPU stack pods, who runs on it, next steps."""
+        from bot.evidence.node_targets import parse_node_target
+        from bot.evidence.targets import InvalidTarget
 
-            render_text(Console(), report, differences)
+        settings = _settings(kubeconfig=kubeconfig, context=context, deadline=deadline)
+        try:
+            target = parse_node_target(name)
+        except InvalidTarget as exc:
+            raise _fail(str(exc), code=EXIT_BAD_INPUT) from None
+        _print(_diagnose(target=target, settings=settings), differences=None, compare=None, output=output)
 
     app.add_typer(triage, name="triage")
+
+
+def _settings(*, kubeconfig: Path | None, context: str | None, deadline: float | None) -> Any:
+    """The environment's settings with the command-line overrides, checked first."""
+    if deadline is not None and not 0 < deadline <= 600:
+        raise _fail("--deadline must be between 0 and 600 seconds", code=EXIT_BAD_INPUT)
+    if kubeconfig is not None and not kubeconfig.is_file():
+        raise _fail(f"--kubeconfig {kubeconfig} is not a readable file", code=EXIT_BAD_INPUT)
+    from bot.config import load_settings
+
+    settings = load_settings()
+    updates: dict[str, Any] = {}
+    if kubeconfig is not None:
+        updates["kubeconfig"] = kubeconfig
+    if context is not None:
+        updates["kube_context"] = context
+    if deadline is not None:
+        updates["bounds"] = settings.bounds.model_copy(update={"deadline_seconds": deadline})
+    return settings.model_copy(update=updates)
+
+
+def _print(report: SnapshotReport, *, differences: list[compare_mod.Difference] | None, compare: str | None,
+           output: OutputFormat) -> None:
+    if output is OutputFormat.JSON:
+        data = report.to_dict()
+        if differences is not None:
+            data["compare"] = {"healthy": compare, "differences": [d.to_dict() for d in differences]}
+        typer.echo(json.dumps(data, indent=2))
+    elif output is OutputFormat.MARKDOWN:
+        from handlers.render.markdown import render_markdown
+
+        typer.echo(render_markdown(snapshot=report, differences=differences), nl=False)
+    else:
+        from rich.console import Console
+
+        render_text(Console(), report, differences)

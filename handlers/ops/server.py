@@ -14,7 +14,7 @@ import waitress
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from bot.config import Settings
-from handlers.ops.paths import EVENTS_PATH
+from handlers.ops.paths import ALERTS_PATH, EVENTS_PATH
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +53,17 @@ class Readiness:
         return out
 
 
-def make_wsgi_app(*, events: WSGIApp | None, readiness: Readiness, registry: CollectorRegistry) -> WSGIApp:
-    """Route Slack's request URL to the Slack edge and the operational endpoints to small handlers;
-    without `events` (no signing secret: Socket Mode) nothing is accepted on the request URL."""
+def make_wsgi_app(
+    *,
+    events: WSGIApp | None,
+    readiness: Readiness,
+    registry: CollectorRegistry,
+    alerts: WSGIApp | None = None,
+    details: Callable[[], dict[str, Any]] | None = None,
+) -> WSGIApp:
+    """Route Slack's request URL to the Slack edge (nothing is accepted there without `events`: no signing
+    secret, Socket Mode), Alertmanager's to the alert intake (when configured), and the operational endpoints to
+    small handlers; `details` adds facts to /readyz that do not gate readiness."""
 
     def respond(start_response: StartResponse, status: str, body: bytes, content_type: str) -> list[bytes]:
         start_response(status, [("Content-Type", content_type), ("Content-Length", str(len(body)))])
@@ -80,12 +88,17 @@ def make_wsgi_app(*, events: WSGIApp | None, readiness: Readiness, registry: Col
             except Exception as error:  # noqa: BLE001 (a body the Slack adapter cannot even parse)
                 log.warning("refused a Slack request the adapter could not parse: %s", type(error).__name__)
                 return respond(start_response, "400 Bad Request", MALFORMED, "application/json")
+        if path == ALERTS_PATH:
+            if alerts is None:
+                return respond(start_response, "404 Not Found",
+                               b'{"error":"alert intake is off: set TRIAGE_ALERTS_TOKEN"}', "application/json")
+            return alerts(environ, start_response)
         if path == "/healthz":
             return respond(start_response, "200 OK", b'{"status":"ok"}', "application/json")
         if path == "/readyz":
             results = readiness.results()
             ready = all(value == "ok" for value in results.values())
-            body = json.dumps({"ready": ready, "checks": results}).encode()
+            body = json.dumps({"ready": ready, "checks": results, **(details() if details else {})}).encode()
             return respond(
                 start_response, "200 OK" if ready else "503 Service Unavailable", body, "application/json"
             )

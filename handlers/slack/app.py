@@ -27,7 +27,8 @@ from bot.schedule.tasks import ensure_daily_prune
 from handlers.ops import server
 from handlers.ops.metrics import BotMetrics
 from handlers.ops.server import WSGIApp
-from handlers.slack import actions, commands, once, router
+from handlers.slack import actions, alert_intake, commands, once, router
+from handlers.slack.alert_intake import AlertRuntime
 from handlers.slack.manifest import BOT_SCOPES  # noqa: F401 (the scopes this app uses live with the manifest)
 from handlers.slack.notifier import SlackNotifier
 from handlers.slack.services import Services
@@ -42,6 +43,7 @@ class SlackBot:
 
     app: App
     services: Services
+    alerts: AlertRuntime | None = None  # POST /alerts/alertmanager, when TRIAGE_ALERTS_TOKEN is set
 
     @property
     def client(self) -> WebClient:
@@ -49,7 +51,9 @@ class SlackBot:
         return self.app.client
 
     def close(self) -> None:
-        """Stop the scheduler if it runs and release the database."""
+        """Stop the alert worker and the scheduler if they run, and release the database."""
+        if self.alerts is not None:
+            self.alerts.close()
         self.services.core.close()
 
 
@@ -93,6 +97,7 @@ def build_slack_bot(
     services = Services(
         core=core, subcommands=commands.registry(), metrics=metrics, diagnoser_label=diagnoser_label
     )
+    alerts = alert_intake.build(services=services, client=client)  # None unless TRIAGE_ALERTS_TOKEN is set
     ensure_daily_prune(store=core.tasks, now=clock())  # housekeeping of the exactly-once table
     signing_secret = settings.slack_signing_secret or ""
     app = App(
@@ -124,11 +129,12 @@ def build_slack_bot(
     once.register(app, services)  # a double-clicked button acts once
     actions.register(app, services)
     router.register(app, services)
-    return SlackBot(app=app, services=services)
+    return SlackBot(app=app, services=services, alerts=alerts)
 
 
 def http_app(bot: SlackBot) -> WSGIApp:
-    """The bot behind the one HTTP surface: `/slack/events`, `/healthz`, `/readyz`, `/metrics`."""
+    """The bot behind the one HTTP surface: `/slack/events`, `/alerts/alertmanager`, `/healthz`, `/readyz`,
+    `/metrics`."""
     from slack_bolt.adapter.wsgi import SlackRequestHandler
 
     core = bot.services.core
@@ -152,4 +158,8 @@ def http_app(bot: SlackBot) -> WSGIApp:
     # Only a bot that verifies signatures takes Slack's requests over HTTP; without a signing secret
     # (Socket Mode) the request URL accepts nothing, so no unsigned request can act as a user.
     events = SlackRequestHandler(bot.app) if core.settings.slack_signing_secret else None
-    return server.make_wsgi_app(events=events, readiness=readiness, registry=bot.services.metrics.registry)
+    alerts = bot.alerts
+    return server.make_wsgi_app(
+        events=events, readiness=readiness, registry=bot.services.metrics.registry,
+        alerts=alerts.wsgi if alerts is not None else None, details=alerts.status if alerts is not None else None,
+    )

@@ -55,6 +55,9 @@ def run(*, port: int | None, host: str, migrate: bool) -> None:
     except BoltError as error:
         typer.echo(f"Slack refused the bot token ({error}). Check SLACK_BOT_TOKEN and SLACK_API_URL.", err=True)
         raise typer.Exit(code=2) from None
+    except ValueError as error:  # the alert intake's token or routing rules (bot.alerts.routing.RulesError)
+        typer.echo(f"Alert intake: {error}", err=True)
+        raise typer.Exit(code=2) from None
     core = bot.services.core
     interrupted = core.incidents.recover_interrupted_snapshots(
         instance_id=settings.instance_id,

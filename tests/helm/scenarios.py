@@ -22,4 +22,18 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "existingSecret": "triage-env",
     },
     "namespaced-rbac": {"rbac": {"namespaced": True, "namespaces": ["ml-train", "perf"]}},
+    "alert-intake": {
+        "alerts": {
+            "enabled": True,
+            "routing": {
+                "channel": "C0GPUOPS",
+                "rules": [
+                    {"name": "gpu-hardware", "match": {"alertname": "DCGMXidErrors"}, "action": "open",
+                     "severity": "critical", "target": "node"},
+                    {"name": "workloads", "match_re": {"alertname": "KubeJobFailed|KubePodCrashLooping"},
+                     "action": "open", "severity": "high", "channel": "C0MLOPS"},
+                ],
+            },
+        },
+    },
 }

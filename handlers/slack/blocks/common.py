@@ -7,6 +7,7 @@ from typing import Any
 
 from bot import markup
 from bot.evidence.report import SnapshotReport
+from bot.incidents.policy import BOT_ACTOR
 from bot.incidents.service import IncidentView, TimelineItem
 from handlers.slack.blocks import limits as block_limits
 from handlers.slack.blocks.limits import (
@@ -80,10 +81,25 @@ def button(*, text: str, action_id: str, value: str = "", style: str | None = No
     return element
 
 
+def who(user_id: str) -> markup.Mrkdwn:
+    """A Slack mention, or the bot's own name for what it did itself (alert intake); never `<@triage-bot>`."""
+    return markup.Mrkdwn("triage-bot") if user_id == BOT_ACTOR else markup.mention(user_id)
+
+
+def _alert_line(incident: IncidentView) -> markup.Mrkdwn | None:
+    """An alert-opened incident's title (alert, severity, summary, link back), escaped; None otherwise."""
+    if incident.opened_by != BOT_ACTOR or incident.title == f"{incident.target} needs triage":
+        return None
+    return markup.format(":rotating_light: *From Alertmanager:* {}", incident.title)
+
+
 def _roles_line(incident: IncidentView) -> markup.Mrkdwn:
     if not incident.roles:
         return markup.Mrkdwn("no roles assigned")
-    return markup.join(", ", (markup.format("{} {}", item.role, markup.mention(item.user_id)) for item in incident.roles))
+    roles = markup.join(", ", (markup.format("{} {}", item.role, who(item.user_id)) for item in incident.roles))
+    if incident.holders("commander") == (BOT_ACTOR,):
+        roles = roles + markup.Mrkdwn(" (nobody yet: `/triage assign @you commander`)")
+    return roles
 
 
 def incident_root(*, incident: IncidentView, report: SnapshotReport | None = None) -> list[Block]:
@@ -102,6 +118,9 @@ def incident_root(*, incident: IncidentView, report: SnapshotReport | None = Non
             )
         ),
     ]
+    alert = _alert_line(incident)
+    if alert is not None:
+        blocks.append(section(alert))
     if report is not None:
         layer = report.verdict.layer.value if report.verdict.layer else "undetermined"
         blocks.append(
@@ -115,9 +134,7 @@ def incident_root(*, incident: IncidentView, report: SnapshotReport | None = Non
         blocks.append(section(markup.format("*Failing layer (last snapshot):* {}", incident.verdict_layer)))
     blocks.append(
         context(
-            markup.format(
-                "Opened by {} at {:%Y-%m-%d %H:%M} UTC", markup.mention(incident.opened_by), incident.opened_at
-            ),
+            markup.format("Opened by {} at {:%Y-%m-%d %H:%M} UTC", who(incident.opened_by), incident.opened_at),
             "Everything about this incident is in the thread. `/triage help` lists what you can do.",
         )
     )
@@ -141,7 +158,7 @@ def open_list(*, incidents: Sequence[IncidentView]) -> list[Block]:
             item.status,
             item.target,
             item.severity or "?",
-            markup.mentions(item.holders("commander")) or "none",
+            markup.join(", ", (who(user) for user in item.holders("commander"))) or "none",
         )
         for item in incidents
     ]

@@ -9,6 +9,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot import markup
+from bot.evidence.node_targets import NODE_FORMS, NodeTarget, parse_node_target
 from bot.evidence.report import SnapshotUnavailable
 from bot.evidence.targets import ACCEPTED_FORMS, InvalidTarget, Target, parse_target
 from bot.incidents import service as lifecycle
@@ -250,6 +251,35 @@ def _permalink(client: WebClient, incident: IncidentView) -> str | None:
         return None
 
 
+# --- node ----------------------------------------------------------------------------------------
+
+
+def _node_target(rest: str) -> NodeTarget:
+    words = rest.split()
+    if len(words) != 1:
+        raise UsageError(f"Type `/triage node <name>`: {NODE_FORMS}.")
+    try:
+        return parse_node_target(words[0])
+    except InvalidTarget as error:
+        raise UsageError(f"{error} Type `/triage node <name>`.") from None
+
+
+def _check_node(rest: str) -> None:
+    _node_target(rest)
+
+
+def _run_node(ctx: CommandContext) -> None:
+    """Open (or find) the node's incident and snapshot it, exactly as `job` does for a workload."""
+    incident = _open_and_snapshot(ctx, target=_node_target(ctx.rest))
+    if incident is not None:
+        _start_reminders(ctx, incident)
+
+
+def start_reminders(ctx: CommandContext, incident: IncidentView) -> None:
+    """Update reminders and the owner prompt, for incidents opened elsewhere (alert intake)."""
+    _start_reminders(ctx, incident)
+
+
 # --- status, resolve -------------------------------------------------------------------------------
 
 
@@ -388,6 +418,15 @@ SUBCOMMANDS = (
         run=_run_job,
         check=_check_job,
         working_text=":hourglass_flowing_sand: Opening an incident and taking a bounded snapshot…",
+    ),
+    Subcommand(
+        name="node",
+        usage="node <name>",
+        summary=f"is this node bad? open an incident for the node and take a snapshot: conditions, taints, GPUs, "
+        f"Xid/ECC/NVLink, GPU operator pods, what runs on it, next steps; name: {NODE_FORMS}",
+        run=_run_node,
+        check=_check_node,
+        working_text=":hourglass_flowing_sand: Opening an incident for the node and taking a bounded snapshot…",
     ),
     Subcommand(
         name="status",

@@ -64,6 +64,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if le (float64 .Values.terminationGracePeriodSeconds) (float64 .Values.config.snapshotDeadlineSeconds) }}
 {{- fail (printf "terminationGracePeriodSeconds=%v must exceed config.snapshotDeadlineSeconds=%v: on shutdown an in-flight snapshot needs its whole deadline to finish (or be recorded as interrupted) before Kubernetes kills the pod." .Values.terminationGracePeriodSeconds .Values.config.snapshotDeadlineSeconds) }}
 {{- end }}
+{{- if .Values.alerts.enabled }}
+{{- range .Values.alerts.routing.rules }}
+{{- if and (eq (default "record" .action) "open") (empty .channel) (empty $.Values.alerts.routing.channel) }}
+{{- fail (printf "alerts.routing.rules %q opens incidents but names no channel: set its channel, or alerts.routing.channel (a Slack channel id such as C0123ABCD)." .name) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- if and .Values.rbac.create .Values.rbac.namespaced (empty .Values.rbac.namespaces) }}
 {{- fail "rbac.namespaced=true needs rbac.namespaces: list the namespaces the bot may read, e.g. --set 'rbac.namespaces={ml-train,perf}'." }}
 {{- end }}

@@ -24,6 +24,15 @@ SERIES = {
     "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": "rows remapped for uncorrectable errors",
     "DCGM_FI_DEV_ROW_REMAP_FAILURE": "row remapping failed",
 }
+# A node triage also reads ECC and NVLink error counters (in dcgm-exporter's CSV, commented out by default).
+ECC_DBE = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"
+NVLINK_ERRORS = {
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": "NVLink error counter: CRC flit errors",
+    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL": "NVLink error counter: CRC data errors",
+    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL": "NVLink error counter: replay errors",
+    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL": "NVLink error counter: recovery errors",
+}
+NODE_SERIES = {**SERIES, ECC_DBE: "volatile double-bit (uncorrectable) ECC errors", **NVLINK_ERRORS}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -48,8 +57,9 @@ def query_node_series(
     timeout_seconds: float,
     max_bytes: int = 2_000_000,
     session: requests.Session | None = None,
+    series: Sequence[str] = tuple(SERIES),
 ) -> list[Sample]:
-    """The SERIES for these nodes (one PromQL query per metric, nodes joined in one label regex)."""
+    """The `series` (SERIES by default) for these nodes: one PromQL query per metric, nodes in one label regex."""
     names = [node for node in nodes if _NODE.fullmatch(node)]
     if not names:
         return []
@@ -57,7 +67,7 @@ def query_node_series(
     regex = "|".join(name.replace(".", "\\\\.") for name in names)
     http = session or requests.Session()
     samples: list[Sample] = []
-    for metric in SERIES:
+    for metric in series:
         query = f'{metric}{{Hostname=~"{regex}"}}'
         try:
             with http.get(
@@ -136,6 +146,8 @@ def dcgm_observations(
                     },
                 )
             )
+        elif sample.metric == ECC_DBE or sample.metric in NVLINK_ERRORS:
+            result.append(_counter_observation(sample=sample, command=command, observed_at=observed_at))
         else:
             failed = sample.metric == "DCGM_FI_DEV_ROW_REMAP_FAILURE"
             result.append(
@@ -161,3 +173,31 @@ def dcgm_observations(
                 )
             )
     return result
+
+
+def _counter_observation(*, sample: Sample, command: str, observed_at: datetime) -> findings.Observation:
+    """An ECC or NVLink error counter above zero, worded and shaped for the gpu-ecc / nvlink rules."""
+    nvlink = sample.metric in NVLINK_ERRORS
+    what = NODE_SERIES[sample.metric]
+    fields = {
+        "node": sample.node,
+        "check": "dcgm-exporter",
+        "gpu_index": sample.gpu,
+        "metric": sample.metric,
+        "value": sample.value,
+        "status": "degraded",
+        "problems": [what],
+        "uuid": sample.labels.get("UUID"),
+        "layer": "fabric" if nvlink else "runtime",
+    }
+    if not nvlink:
+        fields["ecc_volatile_dbe"] = sample.value
+    return findings.Observation(
+        source="gpu",
+        kind="gpu_health",
+        subject=f"gpu:{sample.node}/{sample.gpu}",
+        text=f"{sample.node} GPU {sample.gpu}: {what} ({sample.metric}={sample.value:g})",
+        command=command,
+        observed_at=observed_at,
+        fields=fields,
+    )

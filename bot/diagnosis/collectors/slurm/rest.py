@@ -82,6 +82,10 @@ class RestBackend:
             return None, shown, f"slurmrestd answered HTTP {status} with unexpected JSON"
         return data, shown, ""
 
+    def get_json(self, path: str) -> tuple[dict[str, Any] | None, str, str]:
+        """One bounded GET of an API path (`/slurm/<v>/jobs`): (body, shown command, error)."""
+        return self._get(f"/slurm/{self._api}{path}")
+
     def version(self) -> Fetched[str | None]:
         """From any response's `meta.Slurm.release`."""
         data, shown, error = self._get(f"/slurm/{self._api}/diag")
