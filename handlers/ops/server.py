@@ -60,6 +60,7 @@ def make_wsgi_app(
     registry: CollectorRegistry,
     alerts: WSGIApp | None = None,
     details: Callable[[], dict[str, Any]] | None = None,
+    events_max_bytes: int = 1_048_576,
 ) -> WSGIApp:
     """Route Slack's request URL to the Slack edge (nothing is accepted there without `events`: no signing
     secret, Socket Mode), Alertmanager's to the alert intake (when configured), and the operational endpoints to
@@ -83,6 +84,8 @@ def make_wsgi_app(
                 return respond(
                     start_response, "401 Unauthorized", b'{"error":"invalid request"}', "application/json"
                 )
+            if _content_length(environ) > events_max_bytes:  # Slack's payloads are small: refused unread
+                return respond(start_response, "413 Payload Too Large", b'{"error":"body too large"}', "application/json")
             try:
                 return events(environ, start_response)
             except Exception as error:  # noqa: BLE001 (a body the Slack adapter cannot even parse)
@@ -107,6 +110,13 @@ def make_wsgi_app(
         return respond(start_response, "404 Not Found", b'{"error":"not found"}', "application/json")
 
     return wsgi
+
+
+def _content_length(environ: dict[str, Any]) -> int:
+    try:
+        return int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
 
 
 def _signature_headers_well_formed(environ: dict[str, Any]) -> bool:
@@ -154,7 +164,9 @@ class ServerLimits:
     threads: int = 8
     connection_limit: int = 1000
     idle_timeout_seconds: int = 10
-    max_body_bytes: int = 1_048_576
+    # A backstop above every path's own cap (Slack events 1 MiB, alerts 4 MiB by default), so each path
+    # answers an oversized body itself and nothing larger is ever buffered.
+    max_body_bytes: int = 8_388_608
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ServerLimits:
@@ -163,7 +175,7 @@ class ServerLimits:
             threads=settings.http_threads,
             connection_limit=settings.http_connection_limit,
             idle_timeout_seconds=settings.http_idle_timeout_seconds,
-            max_body_bytes=settings.http_max_body_bytes,
+            max_body_bytes=2 * max(settings.http_max_body_bytes, settings.alerts_max_body_bytes),
         )
 
 

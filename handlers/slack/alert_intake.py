@@ -22,6 +22,7 @@ from typing import Any
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackClientError
 
+from bot import markup
 from bot.alerts import intake as alert_intake
 from bot.alerts.routing import load_rules
 from bot.alerts.subjects import PodRef, Subject, workload_target
@@ -144,8 +145,8 @@ class AlertRuntime:
         incidents = self.services.incidents
         try:
             ts = replies.post_message(self.client, channel=incident.channel_id,
-                                      text=f"{blocks.incident_root_text(incident=incident)} · alert "
-                                           f"{alert_blocks.plain(alerts[0].name)}",
+                                      text=markup.format("{} · alert {}", blocks.incident_root_text(incident=incident),
+                                                         alert_blocks.plain(alerts[0].name)),
                                       blocks_=blocks.incident_root(incident=incident))
         except (SlackClientError, OSError) as error:
             incidents.add_timeline_entry(incident_key=incident.key, actor=BOT_ACTOR, kind=ROOT_POST_FAILED,
@@ -155,10 +156,11 @@ class AlertRuntime:
         self.metrics.root_seconds.observe(time.monotonic() - received_at)
         incident = incidents.attach_root_message(incident_key=incident.key, channel_id=incident.channel_id, ts=ts)
         external_url = opened.external_url if opened else ""
-        self._safely(incident, text=f"{incident.key} opened from Alertmanager"
-                     + (f" (receiver `{alert_blocks.plain(opened.receiver)}`, rule `{opened.rule}`)" if opened else "")
-                     + ". Nobody holds command yet: take it with `/triage assign @you commander`. "
-                     f"Taking a bounded snapshot of `{incident.target}` as triage-bot…",
+        source = markup.format(" (receiver `{}`, rule `{}`)", opened.receiver, opened.rule) if opened else ""
+        self._safely(incident, text=markup.format(
+                         "{} opened from Alertmanager{}. Nobody holds command yet: take it with `/triage assign @you "
+                         "commander`. Taking a bounded snapshot of `{}` as triage-bot…", incident.key, source,
+                         incident.target),
                      blocks_=alert_blocks.alert_details(alerts=alerts, external_url=external_url,
                                                         gpu=opened.gpu if opened else {}))
         self.services.work.begin()
@@ -183,8 +185,8 @@ class AlertRuntime:
             if any(item.kind == ROOT_POST_FAILED for item in timeline[-5:]):
                 self._post_opened(incident, alerts=linked.alerts, opened=None, received_at=received_at)
             return  # being opened right now by someone else: the timeline already holds the link
-        self._safely(incident, text=f":rotating_light: {len(linked.alerts)} firing alert(s) linked to {incident.key}: "
-                                    f"{alert_blocks.names(linked.alerts)}",
+        self._safely(incident, text=markup.format(":rotating_light: {} firing alert(s) linked to {}: {}",
+                                                  len(linked.alerts), incident.key, alert_blocks.names(linked.alerts)),
                      blocks_=alert_blocks.linked(alerts=linked.alerts, incident_key=incident.key,
                                                  external_url=external_url))
 
@@ -192,9 +194,9 @@ class AlertRuntime:
         incident = resolved.incident
         if incident.thread_ts is None:
             return
-        self._safely(incident, text=f":white_check_mark: Resolved: {alert_blocks.names(resolved.alerts)}")
+        self._safely(incident, text=markup.format(":white_check_mark: Resolved: {}", alert_blocks.names(resolved.alerts)))
         if resolved.all_resolved:
-            self._safely(incident, text=f"Every alert of {incident.key} has resolved ({resolved.total}).",
+            self._safely(incident, text=markup.format("Every alert of {} has resolved ({}).", incident.key, resolved.total),
                          blocks_=alert_blocks.suggest_resolving(incident_key=incident.key, total=resolved.total))
 
     def _safely(self, incident: IncidentView, *, text: str, blocks_: list[dict[str, Any]] | None = None) -> None:

@@ -162,4 +162,5 @@ def http_app(bot: SlackBot) -> WSGIApp:
     return server.make_wsgi_app(
         events=events, readiness=readiness, registry=bot.services.metrics.registry,
         alerts=alerts.wsgi if alerts is not None else None, details=alerts.status if alerts is not None else None,
+        events_max_bytes=core.settings.http_max_body_bytes,
     )

@@ -12,9 +12,9 @@ from bot.alerts.subjects import PodRef, subject_of
     ({"namespace": "ml", "label_jobset_sigs_k8s_io_jobset_name": "big"}, "jobset/ml/big"),
     ({"namespace": "ml", "label_training_kubeflow_org_job_name": "pt"}, "pytorchjob/ml/pt"),
     ({"namespace": "ml", "owner_kind": "Job", "owner_name": "nightly"}, "job/ml/nightly"),
-    ({"namespace": "web", "owner_kind": "ReplicaSet", "owner_name": "frontend-5f7b9c8d4"}, "web/frontend"),
-    ({"namespace": "web", "created_by_kind": "StatefulSet", "created_by_name": "db"}, "web/db"),
-    ({"namespace": "web", "deployment": "frontend"}, "web/frontend"),
+    ({"namespace": "web", "owner_kind": "ReplicaSet", "owner_name": "frontend-5f7b9c8d4"}, "deployment/web/frontend"),  # the ReplicaSet names its Deployment
+    ({"namespace": "web", "created_by_kind": "StatefulSet", "created_by_name": "db"}, "statefulset/web/db"),
+    ({"namespace": "web", "deployment": "frontend"}, "deployment/web/frontend"),
     ({"node": "gpu-node-07", "condition": "Ready"}, "node:gpu-node-07"),
     ({"instance": "gpu-node-07:9100"}, "node:gpu-node-07"),
     ({"Hostname": "gpu-node-05", "gpu": "3", "UUID": "GPU-1", "namespace": "ml", "pod": "x-0"}, "node:gpu-node-05"),

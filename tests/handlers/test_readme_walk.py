@@ -40,7 +40,7 @@ from handlers.slack.services import Services
 from storage import db
 from tests.records.conftest import FakeClock
 from tests.support.kube_lab import Lab, running_lab
-from tests.support.slack import SIGNING_SECRET, BotUnderTest, make_bot, serving, slash_fields
+from tests.support.slack import SIGNING_SECRET, BotUnderTest, lab_settings, make_bot, serving, slash_fields
 from tests.support.socket_mode import SocketBotUnderTest, socket_serving
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -441,7 +441,7 @@ def walk_help(w: Walker) -> None:
     (shown,) = w.ephemerals(BOB)
     for subcommand in w.services.subcommands.values():  # every registered subcommand, whoever added it
         assert f"/triage {subcommand.usage}" in shown, subcommand.usage
-    readme_names = {re.match(r"`/triage (\w[\w-]*)", row).group(1) for row in ROWS}  # type: ignore[union-attr]
+    readme_names = {match.group(1) for row in ROWS if (match := re.match(r"`/triage (\w[\w-]*)", row))}
     assert readme_names <= set(w.services.subcommands)
 
 
@@ -637,6 +637,72 @@ def walk_commander_only(w: Walker) -> None:
     assert any("can reopen" in text for text in w.ephemerals(BOB))
     w.command(f"reopen {key}")
     assert w.services.incidents.get(incident_key=key).status == "investigating"
+
+
+def _fresh(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@walk("`/triage node <name>`")
+def walk_node(w: Walker) -> None:
+    with running_lab(tmp_path=_fresh(w.tmp_path / "node-lab"), scenario="node-xid") as node_lab:
+        lab_settings = node_lab.settings(deadline_seconds=5.0, call_timeout_seconds=2.0)
+
+        def on_node_lab(*, target: Target, settings: Settings, **_: Any) -> SnapshotReport:
+            del settings
+            return diagnose(target=target, settings=lab_settings)
+
+        w.services.incidents.diagnoser = on_node_lab  # a cluster with a GPU node that fell off the bus
+        w.command("node gpu-node-05")
+        (incident,) = [item for item in w.services.incidents.list_open() if item.target == "node:gpu-node-05"]
+        posted = _plain({"blocks": w.thread(incident.key)})
+        assert "kubectl cordon gpu-node-05" in posted and "never run" in posted  # the exact commands, shown
+        (stored,) = w.services.incidents.snapshots(incident_key=incident.key)
+        assert stored["target_kind"] == "node" and stored["verdict"]["layer"] == "runtime"
+        kinds = {item["kind"] for item in stored["observations"]}
+        assert {"node_condition", "node_capacity"} & kinds  # conditions and allocatable against capacity
+        w.command("node gpu-node-05", user=BOB)  # one open incident per node: the second links it
+        assert len([item for item in w.services.incidents.list_open() if item.target == "node:gpu-node-05"]) == 1
+        assert any(f"{incident.key} is already open" in text for text in w.ephemerals(BOB))
+        w.command(f"handoff {incident.key}")
+        (handoff,) = w.uploaded(title=f"{incident.key} handoff")
+        assert b"node:gpu-node-05" in handoff
+
+
+@walk("Alertmanager fires an alert (`POST /alerts/alertmanager`)")
+def walk_alert_intake(w: Walker) -> None:
+    from tests.alerts.payloads import RULES, notification, xid
+    from tests.handlers.test_alert_intake import RESOLVED_AT, TOKEN, post_alerts
+
+    rules = w.tmp_path / "rules.yaml"
+    rules.write_text(RULES, encoding="utf-8")
+    with SlackApiStandIn() as slack:
+        url = f"sqlite:///{w.tmp_path / 'alerts.db'}"
+        settings = lab_settings(database_url=url, slack=slack).model_copy(
+            update={"alerts_token": TOKEN, "alerts_rules_path": rules, "kubeconfig": w.lab.kubeconfig,
+                    "slurm_backend": "off"}
+        )
+        bot = make_bot(database_url=url, slack=slack, settings=settings, diagnoser=diagnose)
+        with serving(bot, slack=slack) as running:  # alerts always arrive over HTTP, whatever Slack's transport
+            storm = [xid(node="gpu-node-03", gpu=str(gpu)) for gpu in range(8)]  # one node, eight GPUs
+            assert post_alerts(running, notification(*storm), token="wrong-token").status_code == 401
+            assert running.services.incidents.list_open() == []
+            for _ in range(2):  # the storm, and Alertmanager's repeat of it: one incident
+                assert post_alerts(running, notification(*storm)).status_code == 200
+            (incident,) = running.services.incidents.list_open()
+            assert incident.target == "node:gpu-node-03"
+            posts = slack.calls_to("chat.postMessage")
+            roots = [call for call in posts if "thread_ts" not in call.params]
+            assert len(roots) == 1 and "DCGMXidErrors" in _plain(roots[0].params)
+            assert any("in Alertmanager: http://alertmanager:9093" in _plain(call.params) for call in posts)
+            assert len(running.services.incidents.snapshots(incident_key=incident.key)) == 1  # taken as the bot
+            resolved = [dict(item, status="resolved", endsAt=RESOLVED_AT) for item in storm]
+            post_alerts(running, notification(*resolved))
+            kinds = [item.kind for item in running.services.incidents.timeline(incident.key)]
+            assert "alert_resolved" in kinds and kinds[-1] == "alerts_all_resolved"
+            assert any("Every alert" in str(call.params.get("text")) for call in slack.calls_to("chat.postMessage"))
+            assert running.services.incidents.get(incident_key=incident.key).status == "investigating"
 
 
 # --- running them --------------------------------------------------------------------------------
