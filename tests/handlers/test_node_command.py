@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,7 +69,8 @@ def test_a_second_triage_of_the_same_node_links_the_open_incident(node_bot: BotU
 
 def test_a_bad_node_name_is_refused_in_the_ack_and_nothing_is_opened(node_bot: BotUnderTest) -> None:
     response = node_bot.command("node gpu[1-4];reboot")
-    assert "Accepted forms" in response.text and "/triage node <name>" in response.text
+    shown = html.unescape(response.text)  # what Slack displays of the escaped ack
+    assert "Accepted forms" in shown and "/triage node <name>" in shown
     assert node_bot.services.incidents.list_open() == []
     assert node_bot.slack.calls_to("chat.postMessage") == []
 
