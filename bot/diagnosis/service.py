@@ -4,12 +4,14 @@ account), the classifier reads what it found, and the report is redacted once be
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bot.clusters.registry import Clusters
 from bot.config import Settings
 from bot.diagnosis import engine
 from bot.diagnosis.collectors.kube import calls as kube_calls
@@ -47,22 +49,42 @@ def diagnose(
     api_client: Any = None,
     slurm_backend: Any = None,
     probe_gpus: bool = False,
+    clusters: Clusters | None = None,
 ) -> SnapshotReport:
-    """Take one bounded snapshot of `target` and classify it; raises TargetNotFound / ClusterUnreachable.
+    """Take one bounded snapshot of `target` on its cluster and classify it; raises TargetNotFound /
+    ClusterUnreachable / ClusterBusy. `clusters` is the process's registry (its snapshot slots are shared);
     `api_client` and `slurm_backend` replace the ones built from the settings (tests, the lab)."""
     parsed = parse_target(target) if isinstance(target, str) else target
+    registry = clusters or Clusters.from_settings(settings)
+    spec = registry.spec_for(parsed)
+    cluster_settings = registry.settings_for(spec, settings)
+    with registry.gate(spec.name).hold(wait_seconds=cluster_settings.bounds.deadline_seconds):
+        try:
+            report = _diagnose_on(target=parsed, settings=cluster_settings, api_client=api_client,
+                                  slurm_backend=slurm_backend, probe_gpus=probe_gpus)
+        except ClusterUnreachable as exc:
+            if registry.legacy:
+                raise
+            raise ClusterUnreachable(f"cluster {spec.name}: {exc}") from exc
+    shown = registry.canonical(dataclasses.replace(parsed, cluster=spec.name))
+    return dataclasses.replace(report, target=shown.key, cluster=spec.name)
+
+
+def _diagnose_on(*, target: Target, settings: Settings, api_client: Any, slurm_backend: Any,
+                 probe_gpus: bool) -> SnapshotReport:
+    """One snapshot with settings already narrowed to the target's cluster."""
     taken_at = utcnow()
     budget = engine.Budget(bounds=settings.bounds)
-    if parsed.platform is Platform.SLURM:
-        result, kind, placement = _slurm(target=parsed, settings=settings, budget=budget, backend=slurm_backend,
+    if target.platform is Platform.SLURM:
+        result, kind, placement = _slurm(target=target, settings=settings, budget=budget, backend=slurm_backend,
                                          probe_gpus=probe_gpus)
     else:
-        result, kind, placement = _kubernetes(target=parsed, settings=settings, budget=budget, api_client=api_client)
+        result, kind, placement = _kubernetes(target=target, settings=settings, budget=budget, api_client=api_client)
     observations = list(result.observations) + _engine_observations(result.reports)
     diagnosis = classify(observations)
     extra = _snapshot_findings(observations, already={f.rule for f in diagnosis.findings})
     return redact.redact_report(SnapshotReport(  # the one redaction step: whoever renders it, it leaves redacted
-        target=parsed.key, target_kind=kind, taken_at=taken_at, elapsed_ms=budget.elapsed_ms(),
+        target=target.key, target_kind=kind, taken_at=taken_at, elapsed_ms=budget.elapsed_ms(),
         verdict=diagnosis.verdict, findings=tuple(diagnosis.findings) + tuple(extra), collectors=result.reports,
         observations=tuple(observations), placement={**placement, **placement_from(observations)},
         not_checked=result.not_checked, unexplained=diagnosis.unexplained))
@@ -225,7 +247,8 @@ def lab_diagnoser(*, scenario: str = "nccl-ib") -> Diagnoser:
 
     def run(*, target: Target | str, settings: Settings, **_: Any) -> SnapshotReport:
         lab_settings = settings.model_copy(update={"kubeconfig": _LAB.kubeconfig(scenario), "kube_context": None,
-                                                   "in_cluster": False})
+                                                   "in_cluster": False, "clusters_file": None,
+                                                   "clusters_inline": None})
         return diagnose(target=target, settings=lab_settings)
 
     return run

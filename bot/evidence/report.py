@@ -41,6 +41,7 @@ class SnapshotReport:
     placement: dict[str, str] = dataclasses.field(default_factory=dict)
     not_checked: tuple[str, ...] = ()
     unexplained: tuple[findings.Observation, ...] = ()
+    cluster: str = ""  # the named cluster it was taken on (`triage-bot clusters`)
 
     def to_dict(self, *, include_observations: bool = False) -> dict[str, Any]:
         """The documented JSON schema (docs/snapshot-schema.md)."""
@@ -48,6 +49,7 @@ class SnapshotReport:
             "schema_version": SCHEMA_VERSION,
             "target": self.target,
             "target_kind": self.target_kind,
+            "cluster": self.cluster,
             "taken_at": findings._plain(self.taken_at),
             "verdict": self.verdict.to_dict(),
             "findings": [finding.to_dict() for finding in self.findings],
