@@ -65,6 +65,7 @@ class IncidentData:
     opened_at: datetime
     opened_by: str = ""
     channel: str = ""
+    cluster: str = ""  # the named cluster; "" when opened before clusters had names
     resolved_at: datetime | None = None
     roles: tuple[RoleEntry, ...] = ()
     timeline: tuple[TimelineItem, ...] = ()
@@ -137,6 +138,7 @@ class HandoffRecord:
     severity: str
     generated_at: str
     target: str
+    cluster: str | None
     scope: str | None
     failing_layer: str | None
     verdict: str | None
@@ -168,6 +170,7 @@ class PostmortemRecord:
     generated_at: str
     summary: str | None
     impact: str | None
+    cluster: str | None
     opened_at: str
     resolved_at: str | None
     duration: str | None
@@ -348,6 +351,7 @@ def build_handoff(*, data: IncidentData, now: datetime | None = None) -> Handoff
         severity=data.severity,
         generated_at=_iso(now or utcnow()) or "",
         target=data.target,
+        cluster=data.cluster or None,
         scope=verdict.get("scope"),
         failing_layer=verdict.get("layer"),
         verdict=verdict.get("summary"),
@@ -433,6 +437,7 @@ def build_postmortem(*, data: IncidentData, now: datetime | None = None) -> Post
         generated_at=_iso(now or utcnow()) or "",
         summary=told.get("summary"),
         impact=told.get("impact"),
+        cluster=data.cluster or None,
         opened_at=_iso(data.opened_at) or "",
         resolved_at=_iso(data.resolved_at),
         duration=_duration(data.opened_at, data.resolved_at),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from bot.clusters.registry import ClusterError
 from bot.diagnosis import compare as compare_mod
 from bot.diagnosis.collectors import node_probe
 from bot.evidence import stored as stored_evidence
@@ -63,7 +64,8 @@ def _run_compare(ctx: CommandContext) -> None:
 def compare_and_post(ctx: CommandContext, *, incident: IncidentView, healthy: Target) -> None:
     """Snapshot the healthy workload, diff it against the incident's latest snapshot, post and record it."""
     services = ctx.services
-    if healthy.workload_key == parse_target(incident.target).workload_key:
+    healthy, same_cluster = _place_healthy(services, incident=incident, healthy=healthy)
+    if same_cluster and healthy.workload_key == parse_target(incident.target).workload_key:
         raise UsageError(f"`{healthy.key}` is this incident's own workload: compare with a healthy sibling.")
     if services.diagnoser is None:
         ctx.post_in_thread(incident, text="No cluster is configured, so no healthy snapshot was taken to compare.")
@@ -109,9 +111,24 @@ def compare_and_post(ctx: CommandContext, *, incident: IncidentView, healthy: Ta
         kind="comparison",
         text=(f"Compared with healthy `{healthy.key}`: {len(differences)} difference(s)"
               + (f"; first: {first.category} {first.key} ({first.failing} vs {first.healthy})" if first else ""))[:4000],
-        data={"healthy": healthy.key, "count": len(differences),
+        data={"healthy": healthy.key, "healthy_cluster": services.core.clusters.name_for(healthy),
+              "count": len(differences),
               "differences": [item.to_dict() for item in differences[:TIMELINE_DIFFERENCES_KEPT]]},
     )
+
+
+def _place_healthy(services: Any, *, incident: IncidentView, healthy: Target) -> tuple[Target, bool]:
+    """The healthy id on its cluster: the one it names, else the incident's own (a sibling in the same or
+    another cluster); and whether that is the incident's cluster."""
+    clusters = services.core.clusters
+    own = incident.cluster or None
+    try:
+        placed = clusters.resolve(healthy, prefer=own)
+    except ClusterError as error:
+        raise UsageError(f"The healthy id names no usable cluster: {error}") from None
+    default = clusters.default_for(parse_target(incident.target).platform)
+    ours = own or (default.name if default is not None else "")
+    return placed, clusters.name_for(placed) == ours
 
 
 def _compare_failed(ctx: CommandContext, *, incident: IncidentView, healthy: Target, reason: str) -> None:

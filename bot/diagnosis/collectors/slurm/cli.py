@@ -74,6 +74,23 @@ class CliBackend:
             error=_error(result),
         )
 
+    def ping(self) -> Fetched[str | None]:
+        """`scontrol ping`: whether the controller answers (that cluster's, with `-M`)."""
+        result = self._run(["scontrol", "ping"])
+        up = result.ok and "is UP" in result.stdout
+        return Fetched(data=result.stdout.strip()[:300] if up else None, command=self._shown("scontrol ping"),
+                       excerpt=(result.stdout + result.stderr).strip()[:300],
+                       error="" if up else (_error(result) if not result.ok else result.stdout.strip()[:300]),
+                       timed_out=result.timed_out)
+
+    def private_data(self) -> Fetched[str | None]:
+        """`PrivateData` of `scontrol show config`: what Slurm hides from users who are not operators."""
+        result = self._run(["scontrol", "show", "config"])
+        line = next((line for line in result.stdout.splitlines() if line.strip().startswith("PrivateData")), "")
+        value = line.partition("=")[2].strip() if line else None
+        return Fetched(data=value, command=self._shown("scontrol show config"), excerpt=line.strip(),
+                       error="" if result.ok else _error(result))
+
     def job(self, *, job_id: str) -> Fetched[SlurmJob | None]:
         """`scontrol -d -o show job <id>`; None when the controller does not know the id."""
         result = self._run(["scontrol", "-d", "-o", "show", "job", job_id])
