@@ -57,6 +57,7 @@ def check_all(*, clusters: Clusters, settings: Settings, timeout: float, namespa
               permissions: bool = True) -> list[ClusterStatus]:
     """Every cluster checked concurrently; one that never answers is reported unreachable after `timeout`."""
     specs = clusters.specs
+    _import_clients(specs)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(specs)), thread_name_prefix="reach")
     try:
         futures = {spec.name: pool.submit(check_one, spec=spec, clusters=clusters, settings=settings,
@@ -73,6 +74,14 @@ def check_all(*, clusters: Clusters, settings: Settings, timeout: float, namespa
         return results
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _import_clients(specs: tuple[ClusterSpec, ...]) -> None:
+    """Import the client libraries here, once: two threads importing `requests` at once can see it half-built."""
+    if any(spec.platform is Platform.KUBERNETES for spec in specs):
+        from bot.diagnosis.collectors.kube import access, calls  # noqa: F401
+    if any(spec.platform is Platform.SLURM for spec in specs):
+        from bot.diagnosis.collectors.slurm import collector  # noqa: F401
 
 
 def check_one(*, spec: ClusterSpec, clusters: Clusters, settings: Settings, timeout: float,
@@ -158,21 +167,34 @@ class ReachabilityCache:
         self._last: list[ClusterStatus] = []
 
     def statuses(self) -> list[ClusterStatus]:
-        """The last check if fresh; else check now (one caller at a time, the others get the last one)."""
+        """The last check; the first call checks now, a stale one starts a re-check in the background (a
+        readiness probe never waits on a cluster that hangs, except the very first time)."""
         with self._lock:
-            if self._last and time.monotonic() - self._checked_at < self._ttl:
-                return list(self._last)
-        if not self._refreshing.acquire(blocking=not self._last):
-            with self._lock:
-                return list(self._last)
+            last, fresh = list(self._last), time.monotonic() - self._checked_at < self._ttl
+        if last and fresh:
+            return last
+        if not last:
+            with self._refreshing:
+                with self._lock:
+                    if self._last:
+                        return list(self._last)
+                self._refresh()
+            return self.last()
+        if self._refreshing.acquire(blocking=False):
+            threading.Thread(target=self._refresh_then_release, name="reach-refresh", daemon=True).start()
+        return last
+
+    def _refresh_then_release(self) -> None:
         try:
-            fresh = check_all(clusters=self._clusters, settings=self._settings, timeout=self._timeout,
-                              permissions=False)
-            with self._lock:
-                self._last, self._checked_at = fresh, time.monotonic()
-            return list(fresh)
+            self._refresh()
         finally:
             self._refreshing.release()
+
+    def _refresh(self) -> None:
+        found = check_all(clusters=self._clusters, settings=self._settings, timeout=self._timeout,
+                          permissions=False)
+        with self._lock:
+            self._last, self._checked_at = found, time.monotonic()
 
     def last(self) -> list[ClusterStatus]:
         """The last check without starting one (for a metrics scrape)."""

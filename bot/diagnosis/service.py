@@ -51,21 +51,20 @@ def diagnose(
     probe_gpus: bool = False,
     clusters: Clusters | None = None,
 ) -> SnapshotReport:
-    """Take one bounded snapshot of `target` on its cluster and classify it; raises TargetNotFound /
-    ClusterUnreachable / ClusterBusy. `clusters` is the process's registry (its snapshot slots are shared);
-    `api_client` and `slurm_backend` replace the ones built from the settings (tests, the lab)."""
+    """Take one bounded snapshot of `target` on its cluster (with that cluster's access and bounds) and
+    classify it; raises TargetNotFound / ClusterUnreachable / ClusterError. `clusters` is the registry (built
+    from the settings when not given; the incident service holds each cluster's snapshot slots around this
+    call); `api_client` and `slurm_backend` replace the ones built from the settings (tests, the lab)."""
     parsed = parse_target(target) if isinstance(target, str) else target
     registry = clusters or Clusters.from_settings(settings)
     spec = registry.spec_for(parsed)
-    cluster_settings = registry.settings_for(spec, settings)
-    with registry.gate(spec.name).hold(wait_seconds=cluster_settings.bounds.deadline_seconds):
-        try:
-            report = _diagnose_on(target=parsed, settings=cluster_settings, api_client=api_client,
-                                  slurm_backend=slurm_backend, probe_gpus=probe_gpus)
-        except ClusterUnreachable as exc:
-            if registry.legacy:
-                raise
-            raise ClusterUnreachable(f"cluster {spec.name}: {exc}") from exc
+    try:
+        report = _diagnose_on(target=parsed, settings=registry.settings_for(spec, settings), api_client=api_client,
+                              slurm_backend=slurm_backend, probe_gpus=probe_gpus)
+    except ClusterUnreachable as exc:
+        if registry.legacy:
+            raise
+        raise ClusterUnreachable(f"cluster {spec.name}: {exc}") from exc
     shown = registry.canonical(dataclasses.replace(parsed, cluster=spec.name))
     return dataclasses.replace(report, target=shown.key, cluster=spec.name)
 

@@ -360,7 +360,7 @@ class IncidentService:
             data={"instance": settings.instance_id, "boot": self.boot_id},
         )
         # Redacted before it is stored or posted: the caller posts exactly what we return.
-        report = redact.redact_report(self.diagnoser(target=self.snapshot_target(incident), settings=settings))
+        report = redact.redact_report(self._diagnose(target=self.snapshot_target(incident), settings=settings))
         self.record_snapshot(incident_key=incident_key, report=report, actor=actor)
         return report
 
@@ -369,7 +369,19 @@ class IncidentService:
         if self.diagnoser is None:
             raise IncidentError("No diagnoser is configured, so no snapshot can be taken.")
         self.policy.require_cluster_read(actor=actor, what="take snapshots (a comparison takes one)")
-        return redact.redact_report(self.diagnoser(target=target, settings=settings))
+        return redact.redact_report(self._diagnose(target=target, settings=settings))
+
+    def _diagnose(self, *, target: Target, settings: Settings) -> SnapshotReport:
+        """The diagnoser, inside one of the target's cluster's snapshot slots: a slow cluster queues its own
+        snapshots (bounded; ClusterBusy past that) and never holds another cluster's."""
+        if self.diagnoser is None:
+            raise IncidentError("No diagnoser is configured, so no snapshot can be taken.")
+        if self.clusters is None:
+            return self.diagnoser(target=target, settings=settings)
+        spec = self.clusters.spec_for(target)
+        wait = spec.bounds_over(settings.bounds).deadline_seconds
+        with self.clusters.gate(spec.name).hold(wait_seconds=wait):
+            return self.diagnoser(target=target, settings=settings)
 
     def record_snapshot(self, *, incident_key: str, report: SnapshotReport, actor: str = BOT_ACTOR) -> None:
         """Store the report JSON (observations included), its verdict and a timeline entry."""
