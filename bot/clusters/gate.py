@@ -24,6 +24,7 @@ class Gate:
         self._lock = threading.Lock()
         self._running = 0
         self._waiting = 0
+        self._refused = 0
 
     @property
     def running(self) -> int:
@@ -37,11 +38,18 @@ class Gate:
         with self._lock:
             return self._waiting
 
+    @property
+    def refused(self) -> int:
+        """Snapshots refused as busy since start (a counter for the metrics)."""
+        with self._lock:
+            return self._refused
+
     @contextlib.contextmanager
     def hold(self, *, wait_seconds: float) -> Iterator[None]:
         """Run the block in one of this cluster's slots; ClusterBusy when none frees up in time."""
         with self._lock:
             if self._waiting >= self.limit and self._running >= self.limit:
+                self._refused += 1
                 raise ClusterBusy(f"cluster {self.name} already has {self._running} snapshots running and "
                                   f"{self._waiting} waiting; try again in a minute")
             self._waiting += 1
@@ -51,6 +59,8 @@ class Gate:
             with self._lock:
                 self._waiting -= 1
         if not acquired:
+            with self._lock:
+                self._refused += 1
             raise ClusterBusy(f"cluster {self.name} is busy: no snapshot slot freed within {wait_seconds:.0f} s "
                               f"({self.limit} at once); try again in a minute")
         with self._lock:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ class _OpenIncidents(Collector):
 
 
 # A snapshot's failure, by exception class name (the edge never imports the collectors to tell them apart).
-_FAILURE_OUTCOMES = {"TargetNotFound": "not_found", "ClusterUnreachable": "unreachable", "ClusterBusy": "busy",
+_FAILURE_OUTCOMES = {"TargetNotFound": "not_found", "ClusterUnreachable": "unreachable",
                      "ClusterError": "bad_target", "UnknownCluster": "bad_target", "AmbiguousTarget": "bad_target",
                      "ClusterCredentialsMissing": "unavailable", "PermissionRefused": "refused"}
 
@@ -45,7 +45,7 @@ _FAILURE_OUTCOMES = {"TargetNotFound": "not_found", "ClusterUnreachable": "unrea
 class _ClusterGauges(Collector):
     """Per cluster at scrape time: snapshots running and waiting for a slot, and whether it last answered."""
 
-    def __init__(self, *, gates: Callable[[], list[tuple[str, int, int]]],
+    def __init__(self, *, gates: Callable[[], list[tuple[str, int, int, int]]],
                  reachable: Callable[[], list[tuple[str, bool]]]) -> None:
         self._gates = gates
         self._reachable = reachable
@@ -55,11 +55,15 @@ class _ClusterGauges(Collector):
                                     labels=["cluster"])
         waiting = GaugeMetricFamily("triage_cluster_snapshots_waiting",
                                     "Snapshots waiting for one of the cluster's slots, per cluster.", labels=["cluster"])
+        busy = CounterMetricFamily("triage_cluster_snapshots_busy",
+                                   "Snapshots refused because every slot of the cluster was taken and its queue full.",
+                                   labels=["cluster"])
         up = GaugeMetricFamily("triage_cluster_up", "1 when the cluster answered its last check (/readyz), else 0.",
                                labels=["cluster"])
-        for name, now_running, now_waiting in self._gates():
+        for name, now_running, now_waiting, refused in self._gates():
             running.add_metric([name], now_running)
             waiting.add_metric([name], now_waiting)
+            busy.add_metric([name], refused)
         try:
             for name, answered in self._reachable():
                 up.add_metric([name], 1 if answered else 0)
@@ -67,6 +71,7 @@ class _ClusterGauges(Collector):
             log.warning("cluster reachability unavailable for /metrics", exc_info=True)
         yield running
         yield waiting
+        yield busy
         yield up
 
 
@@ -108,7 +113,8 @@ class BotMetrics:
         )
         self.cluster_snapshots = Counter(
             "triage_cluster_snapshots",
-            "Snapshots per cluster, by outcome (ok, not_found, unreachable, busy, bad_target, refused, error).",
+            "Snapshots per cluster, by outcome (ok, not_found, unreachable, bad_target, refused, error); "
+            "snapshots refused as busy are triage_cluster_snapshots_busy_total.",
             ["cluster", "outcome"],
             registry=self.registry,
         )
@@ -130,9 +136,10 @@ class BotMetrics:
                 self._open_source = source
                 self.registry.register(_OpenIncidents(source=source))
 
-    def watch_clusters(self, *, gates: Callable[[], list[tuple[str, int, int]]],
+    def watch_clusters(self, *, gates: Callable[[], list[tuple[str, int, int, int]]],
                        reachable: Callable[[], list[tuple[str, bool]]]) -> None:
-        """Register the per-cluster gauges once: (name, running, waiting) and (name, answered) at scrape time."""
+        """Register the per-cluster gauges once: (name, running, waiting, refused) and (name, answered), read
+        at scrape time."""
         with self._lock:
             if not self._clusters_watched:
                 self._clusters_watched = True

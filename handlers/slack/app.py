@@ -117,7 +117,8 @@ def build_slack_bot(
     )
     metrics.watch_open_incidents(core.incidents.open_count_by_severity)
     metrics.watch_clusters(
-        gates=lambda: [(name, clusters.gate(name).running, clusters.gate(name).waiting) for name in clusters.names],
+        gates=lambda: [(name, clusters.gate(name).running, clusters.gate(name).waiting, clusters.gate(name).refused)
+                       for name in clusters.names],
         reachable=lambda: [(item.name, item.reachable) for item in reachability.last()],
     )
 
