@@ -25,6 +25,7 @@ KINDS: dict[str, dict[str, list[tuple[str, str, bool]]]] = {
             ("persistentvolumeclaims", "PersistentVolumeClaim", True),
             ("pods", "Pod", True),
             ("secrets", "Secret", True),
+            ("configmaps", "ConfigMap", True),
             ("namespaces", "Namespace", False),
         ]
     },

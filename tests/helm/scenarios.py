@@ -22,4 +22,17 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "existingSecret": "triage-env",
     },
     "namespaced-rbac": {"rbac": {"namespaced": True, "namespaces": ["ml-train", "perf"]}},
+    "many-clusters": {
+        "clusters": {
+            "inCluster": "local",
+            "remote": [
+                {"name": "prod-east", "default": True, "kubernetes": {"secretName": "kubeconfig-prod-east",
+                                                                      "context": "east"}},
+                {"name": "prod-west", "maxSnapshots": 2, "bounds": {"deadline_seconds": 30},
+                 "kubernetes": {"secretName": "kubeconfig-prod-west", "key": "config"}},
+                {"name": "slurm-b", "slurm": {"url": "https://slurmrestd.b:6820", "tokenSecretName": "slurm-b-jwt",
+                                              "user": "triage"}},
+            ],
+        },
+    },
 }
