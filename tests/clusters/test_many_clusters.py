@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import tarfile
 import threading
 import time
 from collections.abc import Iterator
@@ -17,9 +18,11 @@ from typing import Any
 
 import pytest
 import requests
+from typer.testing import CliRunner
 
 from bot.diagnosis.service import diagnose
 from bot.lab.kube_api import KubeApiServer
+from handlers.main import typer_app
 from tests.support.clusters import clusters_document, kubernetes_entry, lab_clusters, refusing_kubeconfig
 from tests.support.slack import BotUnderTest, lab_settings, make_bot, serving, slash_body
 
@@ -136,6 +139,15 @@ def test_records_and_exports_carry_the_cluster(bot: BotUnderTest, tmp_path: Path
     assert data.cluster == "prod-west" and handoff.to_dict()["cluster"] == "prod-west"
     assert "- Cluster: `prod-west`" in records.render_handoff(record=handoff)
     assert "- Cluster: `prod-west`" in records.render_postmortem(record=records.build_postmortem(data=data))
+    bundle_path = tmp_path / "inc.tar.gz"
+    result = CliRunner().invoke(typer_app(), ["export", "INC-0001", "--format", "json", "--record", "handoff",
+                                              "--bundle", str(bundle_path), "--database-url",
+                                              str(bot.services.core.engine.url)])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["cluster"] == "prod-west"
+    with tarfile.open(bundle_path) as archive:
+        manifest = next(member for member in archive.getmembers() if member.name.endswith("manifest.json"))
+        assert json.loads(archive.extractfile(manifest).read())["cluster"] == "prod-west"  # type: ignore[union-attr]
 
 
 def test_a_cluster_that_refuses_connections_is_reported_without_blocking_the_other(
