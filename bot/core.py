@@ -6,8 +6,6 @@ import dataclasses
 from collections.abc import Callable
 from datetime import datetime
 
-import sqlalchemy
-
 from bot.changes.prevention import PreventionService
 from bot.changes.service import ChangeService
 from bot.clusters.registry import Clusters
@@ -20,6 +18,7 @@ from bot.records.build import IncidentData
 from bot.records.sources import ServiceDirectory, SnapshotRevalidator, load_incident_data, timeline_sink
 from bot.schedule.store import Notifier, TaskRunner, TaskScheduler, TaskStore, default_instance_id
 from bot.schedule.tasks import build_handlers
+from storage.db import Engine
 
 Clock = Callable[[], datetime]
 
@@ -29,7 +28,7 @@ class Core:
     """The incident lifecycle, the rulebook, changes, prevention and durable scheduled tasks over one database."""
 
     settings: Settings
-    engine: sqlalchemy.Engine
+    engine: Engine
     clock: Clock
     policy: Policy
     incidents: IncidentService
@@ -65,7 +64,7 @@ def policy_from(settings: Settings) -> Policy:
 def build_core(
     *,
     settings: Settings,
-    engine: sqlalchemy.Engine,
+    engine: Engine,
     diagnoser: Diagnoser | None,
     notifier: Notifier,
     clock: Clock = findings.utcnow,

@@ -1,4 +1,8 @@
-"""Engine, transactional sessions and schema upgrades; callers pass the URL in, nothing is global."""
+"""Engine, transactional sessions and schema upgrades; callers pass the URL in, nothing is global.
+
+The core names the database only through this module (Engine, Session, IntegrityError) and the
+repositories, so `bot` never imports SQLAlchemy itself (an import-linter contract keeps it so).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,22 @@ import sqlalchemy
 from alembic import command
 from alembic.config import Config
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
+
+__all__ = [
+    "MIGRATIONS_DIR",
+    "DatabaseUnavailable",
+    "Engine",
+    "IntegrityError",
+    "Session",
+    "alembic_config",
+    "current_revision",
+    "make_engine",
+    "ping",
+    "session_scope",
+    "upgrade",
+]
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 

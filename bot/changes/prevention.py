@@ -7,11 +7,10 @@ import re
 from collections.abc import Callable
 from datetime import date, datetime
 
-import sqlalchemy
-from sqlmodel import Session, select
-
 from bot.changes.service import ChangeError
 from bot.evidence.findings import utcnow
+from storage.db import Engine, session_scope
+from storage.repositories import prevention as prevention_repo
 from storage.tables import records as tables
 
 OPEN = "open"
@@ -80,7 +79,7 @@ class PreventionService:
     def __init__(
         self,
         *,
-        engine: sqlalchemy.Engine,
+        engine: Engine,
         clock: Callable[[], datetime] = utcnow,
         on_event: Callable[..., None] = lambda **_: None,
     ) -> None:
@@ -111,9 +110,8 @@ class PreventionService:
             status=OPEN,
             created_at=self._clock(),
         )
-        with Session(self._engine) as session, session.begin():
-            session.add(row)
-            session.flush()
+        with session_scope(self._engine) as session:
+            prevention_repo.add(session, action=row)
             self._on_event(
                 session=session,
                 incident_key=incident_key,
@@ -126,13 +124,13 @@ class PreventionService:
 
     def complete(self, *, action_id: int, actor: str) -> PreventionView:
         """Close an action once its guardrail check passes."""
-        with Session(self._engine) as session, session.begin():
-            row = session.get(tables.PreventionAction, action_id)
+        with session_scope(self._engine) as session:
+            row = prevention_repo.get(session, action_id=action_id)
             if row is None:
                 raise ChangeError(f"There is no prevention action #{action_id}.")
             row.status = DONE
             row.completed_at = self._clock()
-            session.add(row)
+            prevention_repo.save(session, action=row)
             self._on_event(
                 session=session,
                 incident_key=row.incident_key,
@@ -144,20 +142,12 @@ class PreventionService:
 
     def for_incident(self, *, incident_key: str) -> tuple[PreventionView, ...]:
         """Every action of an incident, oldest first."""
-        with Session(self._engine) as session:
-            rows = session.exec(
-                select(tables.PreventionAction)
-                .where(tables.PreventionAction.incident_key == incident_key)
-                .order_by(tables.PreventionAction.id)  # type: ignore[arg-type]
-            ).all()
+        with session_scope(self._engine) as session:
+            rows = prevention_repo.for_incident(session, incident_key=incident_key)
             return tuple(prevention_view(row=row) for row in rows)
 
     def overdue(self, *, today: date) -> tuple[PreventionView, ...]:
         """Open actions past their due date, across incidents."""
-        with Session(self._engine) as session:
-            rows = session.exec(
-                select(tables.PreventionAction)
-                .where(tables.PreventionAction.status == OPEN, tables.PreventionAction.due_on < today)
-                .order_by(tables.PreventionAction.due_on)  # type: ignore[arg-type]
-            ).all()
+        with session_scope(self._engine) as session:
+            rows = prevention_repo.overdue(session, status=OPEN, today=today)
             return tuple(prevention_view(row=row) for row in rows)

@@ -9,10 +9,9 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-import sqlalchemy
-from sqlmodel import Session, select
-
 from bot.evidence.findings import utcnow
+from storage.db import Engine, Session, session_scope
+from storage.repositories import changes as change_repo
 from storage.tables import records as tables
 
 MIN_VALIDATION_WINDOWS = 2
@@ -129,6 +128,17 @@ def parse_value_with_unit(*, text: str) -> tuple[float, str]:
 _TARGET_PATTERN = re.compile(
     r"^\s*(?P<baseline>[-+]?\d+(?:\.\d+)?)\s*->\s*(?P<threshold>[-+]?\d+(?:\.\d+)?)\s*(?P<unit>\S.*)$"
 )
+_BASELINE_PATTERN = re.compile(r"^\s*(?P<baseline>[-+]?\d+(?:\.\d+)?)\s*->\s*(?P<threshold>[-+]?\d+(?:\.\d+)?)\s*$")
+
+
+def parse_baseline_and_threshold(*, text: str) -> tuple[float, float]:
+    """`<baseline> -> <threshold>` (units as the measurement's): the acceptance target of a change."""
+    match = _BASELINE_PATTERN.match(text)
+    if match is None:
+        raise ChangeError(f"Could not read {text.strip()[:40]!r} as `<baseline> -> <threshold>`, e.g. `400 -> 2000`.")
+    return float(match.group("baseline")), float(match.group("threshold"))
+
+
 CHANGE_TEXT_USAGE = (
     "`/triage change <variable> | <what changes> | <expected effect> | <metric> | <rollback plan> "
     "[| <baseline> -> <threshold> <unit>]`, or `/triage change` alone for the form"
@@ -200,7 +210,7 @@ class ChangeService:
     def __init__(
         self,
         *,
-        engine: sqlalchemy.Engine,
+        engine: Engine,
         clock: Callable[[], datetime] = utcnow,
         on_event: EventSink = _no_event,
     ) -> None:
@@ -242,10 +252,9 @@ class ChangeService:
             state=ChangeState.PROPOSED.value,
             proposed_at=self._clock(),
         )
-        with Session(self._engine) as session, session.begin():
+        with session_scope(self._engine) as session:
             warning = self._unvalidated_warning(session=session, incident_key=incident_key, excluding=None)
-            session.add(row)
-            session.flush()
+            change_repo.add(session, change=row)
             self._on_event(
                 session=session,
                 incident_key=incident_key,
@@ -282,18 +291,25 @@ class ChangeService:
         """Attach one window's number; baseline and threshold default to the change's own."""
         window = _required(name="window label", value=window, limit=60)
         unit = _required(name="unit", value=unit, limit=40)
-        with Session(self._engine) as session, session.begin():
+        with session_scope(self._engine) as session:
             row = self._load(session=session, change_id=change_id)
             chosen_baseline = baseline if baseline is not None else row.baseline
             chosen_threshold = threshold if threshold is not None else row.threshold
             if chosen_baseline is None or chosen_threshold is None:
                 raise ChangeError(
-                    f"Change #{change_id} has no baseline or acceptance threshold: give them with the measurement."
+                    f"Change #{change_id} has no baseline or acceptance threshold: give them with the measurement, "
+                    f"e.g. `/triage measure {change_id} {window} {value:g}{unit} vs <baseline> -> <threshold>`."
                 )
+            if row.baseline is None or row.threshold is None:
+                # The first measurement that names them sets the change's own, so later windows need not repeat them.
+                row.baseline, row.threshold = chosen_baseline, chosen_threshold
+                row.higher_is_better = chosen_threshold >= chosen_baseline
+                change_repo.save(session, change=row)
             if row.unit and unit != row.unit:
                 raise ChangeError(f"Change #{change_id} is measured in {row.unit!r}, not {unit!r}.")
-            session.add(
-                tables.Measurement(
+            change_repo.add_measurement(
+                session,
+                measurement=tables.Measurement(
                     change_id=change_id,
                     window=window,
                     metric=row.metric,
@@ -303,9 +319,8 @@ class ChangeService:
                     threshold=chosen_threshold,
                     taken_by=actor,
                     taken_at=self._clock(),
-                )
+                ),
             )
-            session.flush()
             self._on_event(
                 session=session,
                 incident_key=row.incident_key,
@@ -318,21 +333,17 @@ class ChangeService:
 
     def get(self, *, change_id: int) -> ChangeView:
         """One change with its measurements."""
-        with Session(self._engine) as session:
+        with session_scope(self._engine) as session:
             return self._view(session=session, row=self._load(session=session, change_id=change_id))
 
     def for_incident(self, *, incident_key: str) -> tuple[ChangeView, ...]:
         """Every change of an incident, oldest first."""
-        with Session(self._engine) as session:
-            rows = session.exec(
-                select(tables.Change)
-                .where(tables.Change.incident_key == incident_key)
-                .order_by(tables.Change.id)  # type: ignore[arg-type]
-            ).all()
+        with session_scope(self._engine) as session:
+            rows = change_repo.for_incident(session, incident_key=incident_key)
             return tuple(self._view(session=session, row=row) for row in rows)
 
     def _transition(self, *, change_id: int, actor: str, target: ChangeState) -> ChangeOutcome:
-        with Session(self._engine) as session, session.begin():
+        with session_scope(self._engine) as session:
             row = self._load(session=session, change_id=change_id)
             current = ChangeState(row.state)
             if current not in _ALLOWED_FROM[target]:
@@ -358,8 +369,7 @@ class ChangeService:
             now = self._clock()
             row.state = target.value
             setattr(row, f"{target.value}_at", now)
-            session.add(row)
-            session.flush()
+            change_repo.save(session, change=row)
             self._on_event(
                 session=session,
                 incident_key=row.incident_key,
@@ -377,11 +387,10 @@ class ChangeService:
         excluding: int | None,
         states: tuple[ChangeState, ...] = UNVALIDATED,
     ) -> str:
-        query = select(tables.Change).where(
-            tables.Change.incident_key == incident_key,
-            tables.Change.state.in_([state.value for state in states]),  # type: ignore[attr-defined]
+        candidates = change_repo.in_states(
+            session, incident_key=incident_key, states=[state.value for state in states]
         )
-        others = [row for row in session.exec(query).all() if row.id != excluding]
+        others = [row for row in candidates if row.id != excluding]
         if not others:
             return ""
         listed = ", ".join(f"#{row.id} ({row.variable}, {row.state})" for row in others)
@@ -392,18 +401,14 @@ class ChangeService:
 
     @staticmethod
     def _load(*, session: Session, change_id: int) -> tables.Change:
-        row = session.get(tables.Change, change_id)
+        row = change_repo.get(session, change_id=change_id)
         if row is None:
             raise ChangeError(f"There is no change #{change_id}.")
         return row
 
     @staticmethod
     def _view(*, session: Session, row: tables.Change) -> ChangeView:
-        measured = session.exec(
-            select(tables.Measurement)
-            .where(tables.Measurement.change_id == row.id)
-            .order_by(tables.Measurement.taken_at, tables.Measurement.id)  # type: ignore[arg-type]
-        ).all()
+        measured = change_repo.measurements(session, change_id=row.id)
         return change_view(row=row, measurements=measured)
 
 

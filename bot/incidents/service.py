@@ -12,9 +12,6 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
-
 from bot.config import Settings
 from bot.evidence import findings, redact
 from bot.evidence.report import Diagnoser, SnapshotReport
@@ -22,7 +19,7 @@ from bot.evidence.targets import Target, parse_target
 from bot.incidents import policy as rulebook
 from bot.incidents.errors import IncidentError, IncidentNotFound
 from bot.incidents.policy import BOT_ACTOR, MULTI_HOLDER_ROLES, Policy
-from storage.db import session_scope
+from storage.db import Engine, IntegrityError, session_scope
 from storage.repositories import channels as channel_repo
 from storage.repositories import incidents as incident_repo
 from storage.tables.incidents import (

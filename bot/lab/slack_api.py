@@ -2,7 +2,9 @@
 
 It answers the methods the bot uses the way Slack does (form or JSON bodies, `Authorization: Bearer`,
 `{"ok": false, "error": ...}` with HTTP 200, HTTP 429 with `Retry-After`), so the real slack_sdk
-WebClient talks to it through `base_url`. Tests and `triage-bot demo` both use it.
+WebClient talks to it through `base_url`. Tests and `triage-bot demo` both use it. `apps.connections.open`
+takes the app-level token and answers with the URL of whatever Socket Mode server is attached
+(`socket_mode_url`), as Slack answers with its `wss://` link.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from typing import Any, Self
 BOT_TOKEN = "xoxb-lab-0000-triage"
 TEAM_ID = "T0LAB"
 BOT_USER_ID = "U0TRIAGEBOT"
+APP_TOKEN = "xapp-1-A0TRIAGE-lab-0000"
+# Methods that take the app-level token (`xapp-`) instead of the bot token.
+APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -43,8 +48,13 @@ class _Failure:
 class SlackApiStandIn:
     """Start with `start()`, point a WebClient at `base_url`, read `calls`; `stop()` when done."""
 
-    def __init__(self, *, token: str = BOT_TOKEN, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, *, token: str = BOT_TOKEN, app_token: str = APP_TOKEN, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
         self.token = token
+        self.app_token = app_token
+        # Issues a fresh Socket Mode URL per `apps.connections.open`; None: no Socket Mode server attached.
+        self.socket_mode_url: Callable[[], str] | None = None
         self._calls: list[RecordedCall] = []
         self._failures: dict[str, list[_Failure]] = {}
         self._lock = threading.Condition()
@@ -173,8 +183,10 @@ class SlackApiStandIn:
             return 200, {"ok": False, "error": failure.error}, {}
         if token is None:
             return 200, {"ok": False, "error": "not_authed"}, {}
-        if token != self.token:
-            return 200, {"ok": False, "error": "invalid_auth"}, {}
+        expected = self.app_token if method in APP_TOKEN_METHODS else self.token
+        if token != expected:
+            wrong_kind = token in (self.token, self.app_token)
+            return 200, {"ok": False, "error": "not_allowed_token_type" if wrong_kind else "invalid_auth"}, {}
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)
         if handler is None:
             return 200, {"ok": False, "error": "unknown_method"}, {}
@@ -191,6 +203,11 @@ class SlackApiStandIn:
             "bot_id": "B0TRIAGEBOT",
             "is_enterprise_install": False,
         }
+
+    def _m_apps_connections_open(self, _params: dict[str, Any]) -> dict[str, Any]:
+        if self.socket_mode_url is None:
+            return {"ok": False, "error": "access_denied"}
+        return {"ok": True, "url": self.socket_mode_url()}
 
     def _require(self, params: dict[str, Any], *names: str) -> dict[str, Any] | None:
         for name in names:

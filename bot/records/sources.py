@@ -1,5 +1,5 @@
-"""Adapters from the incident tables to the records area: loading IncidentData, the timeline sink,
-the job directory and revalidator, and the commander-only lifecycle steps the foundation leaves out."""
+"""Adapters from the incident record to the records area: loading IncidentData, the timeline sink,
+the incident directory and the revalidator that scheduled tasks use."""
 
 from __future__ import annotations
 
@@ -7,9 +7,6 @@ import dataclasses
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
-
-import sqlalchemy
-from sqlmodel import Session, select
 
 from bot.changes.prevention import PreventionService
 from bot.changes.service import ChangeService
@@ -19,8 +16,9 @@ from bot.incidents.service import IncidentError, IncidentService, IncidentView
 from bot.records.build import IncidentData, RoleEntry, TimelineItem
 from bot.schedule.store import TaskStore
 from bot.schedule.tasks import IncidentThread, Revalidation, RevalidationUnavailable, TaskKind
+from storage.db import Engine, Session, session_scope
 from storage.repositories import incidents as incident_repo
-from storage.tables.incidents import Incident, RoleAssignment, TimelineEntry
+from storage.tables.incidents import Incident
 
 
 def timeline_sink(*, clock: Callable[[], datetime] = findings.utcnow) -> Callable[..., None]:
@@ -30,15 +28,14 @@ def timeline_sink(*, clock: Callable[[], datetime] = findings.utcnow) -> Callabl
         incident = incident_repo.by_key(session, key=incident_key)
         if incident is None:
             raise IncidentError(f"There is no incident {incident_key[:20]}.")
-        session.add(
-            TimelineEntry(
-                incident_id=_stored_id(incident),
-                at=clock(),
-                actor=actor,
-                kind=kind[:32],
-                text=text[:4000],
-                data={},
-            )
+        incident_repo.append_timeline(
+            session,
+            incident_id=_stored_id(incident),
+            at=clock(),
+            actor=actor,
+            kind=kind[:32],
+            text=text[:4000],
+            data={},
         )
 
     return write
@@ -46,25 +43,21 @@ def timeline_sink(*, clock: Callable[[], datetime] = findings.utcnow) -> Callabl
 
 def load_incident_data(
     *,
-    engine: sqlalchemy.Engine,
+    engine: Engine,
     incident_key: str,
     changes: ChangeService,
     prevention: PreventionService,
     tasks: TaskStore,
 ) -> IncidentData:
     """Everything the handoff and postmortem draw on, read from the database."""
-    with Session(engine) as session:
+    with session_scope(engine) as session:
         incident = incident_repo.by_key(session, key=incident_key.strip().upper())
         if incident is None:
             raise IncidentError(
                 f"There is no incident {incident_key[:20]}. `triage-bot` lists none by that key."
             )
         incident_id = _stored_id(incident)
-        roles = session.exec(
-            select(RoleAssignment)
-            .where(RoleAssignment.incident_id == incident_id, RoleAssignment.active.is_(True))  # type: ignore[attr-defined]
-            .order_by(RoleAssignment.id)  # type: ignore[arg-type]
-        ).all()
+        roles = incident_repo.active_roles(session, incident_id=incident_id)
         data = IncidentData(
             key=incident.key or "",
             title=incident.title,
@@ -174,10 +167,3 @@ class SnapshotRevalidator:
             taken_at=report.taken_at,
             target=report.target,
         )
-
-
-def _incident(session: Session, key: str) -> Incident:
-    incident = incident_repo.by_key(session, key=key.strip().upper())
-    if incident is None:
-        raise IncidentError(f"There is no incident {key[:20]}.")
-    return incident

@@ -3,8 +3,8 @@
 APScheduler only drives the polling loop; the jobs themselves live in `scheduled_job`, so they survive a
 restart and any number of replicas can share them. A claim is a conditional UPDATE
 (`... WHERE id = :id AND claimed_by IS NULL`): the database lets exactly one replica win. On PostgreSQL
-candidates are picked with `FOR UPDATE SKIP LOCKED` so replicas do not queue behind each other.
-A replica that dies mid-job leaves a stale claim; after `lease` the job is released and runs again
+candidates are picked with `FOR UPDATE SKIP LOCKED` so replicas do not queue behind each other (the
+statements live in storage/repositories/tasks.py). A replica that dies mid-job leaves a stale claim; after `lease` the job is released and runs again
 (at-least-once only in that crash case).
 """
 
@@ -18,18 +18,17 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-import sqlalchemy
 import structlog
 from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
-from sqlmodel import Session, select
 
 from bot.evidence.findings import utcnow
+from storage.db import Engine, Session, session_scope
+from storage.repositories import tasks as task_repo
 from storage.tables import records as tables
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
-_JOBS: sqlalchemy.Table = tables.ScheduledTask.__table__  # type: ignore[attr-defined]  # SQLModel sets it
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -93,7 +92,7 @@ def default_instance_id() -> str:
 class TaskStore:
     """Adds, claims and finishes durable jobs."""
 
-    def __init__(self, *, engine: sqlalchemy.Engine, clock: Clock = utcnow) -> None:
+    def __init__(self, *, engine: Engine, clock: Clock = utcnow) -> None:
         """Bind to one database."""
         self._engine = engine
         self._clock = clock
@@ -113,7 +112,7 @@ class TaskStore:
         dedupe_key: str | None = None,
     ) -> int | None:
         """Add a job; with a `dedupe_key` already present, add nothing and return None."""
-        with Session(self._engine) as session, session.begin():
+        with session_scope(self._engine) as session:
             return self.enqueue_in(
                 session=session,
                 kind=kind,
@@ -134,12 +133,8 @@ class TaskStore:
         dedupe_key: str | None = None,
     ) -> int | None:
         """Add a job inside the caller's transaction (so it commits with the change that caused it)."""
-        if dedupe_key is not None:
-            exists = session.exec(
-                select(tables.ScheduledTask.id).where(tables.ScheduledTask.dedupe_key == dedupe_key)
-            )
-            if exists.first() is not None:
-                return None
+        if dedupe_key is not None and task_repo.has_dedupe_key(session, dedupe_key=dedupe_key):
+            return None
         row = tables.ScheduledTask(
             kind=kind,
             incident_key=incident_key,
@@ -148,158 +143,74 @@ class TaskStore:
             due_at=due_at,
             created_at=self._clock(),
         )
-        try:
-            with session.begin_nested():
-                session.add(row)
-        except sqlalchemy.exc.IntegrityError:
-            return None  # a concurrent replica added the same dedupe_key first
-        return row.id
+        return task_repo.add(session, task=row)
 
     def claim_due(self, *, instance_id: str, limit: int = 20) -> tuple[TaskView, ...]:
         """Claim up to `limit` due jobs for this instance; each claim is an atomic conditional UPDATE."""
         now = self._clock()
-        table = _JOBS
-        claimed: list[TaskView] = []
-        with self._engine.begin() as connection:
-            query = (
-                sqlalchemy.select(table.c.id)
-                .where(table.c.done_at.is_(None), table.c.claimed_by.is_(None), table.c.due_at <= now)
-                .order_by(table.c.due_at, table.c.id)
-                .limit(limit)
+        with session_scope(self._engine) as session:
+            rows = task_repo.claim_due(session, instance_id=instance_id, now=now, limit=limit)
+        return tuple(
+            TaskView(
+                id=row["id"],
+                kind=row["kind"],
+                incident_key=row["incident_key"],
+                payload=dict(row["payload"] or {}),
+                due_at=row["due_at"],
+                attempts=row["attempts"],
             )
-            if connection.dialect.name == "postgresql":
-                query = query.with_for_update(skip_locked=True)
-            candidates = connection.execute(query).scalars().all()
-            for job_id in candidates:
-                result = connection.execute(
-                    sqlalchemy.update(table)
-                    .where(table.c.id == job_id, table.c.claimed_by.is_(None), table.c.done_at.is_(None))
-                    .values(claimed_by=instance_id, claimed_at=now, attempts=table.c.attempts + 1)
-                )
-                if result.rowcount == 1:
-                    row = (
-                        connection.execute(sqlalchemy.select(table).where(table.c.id == job_id))
-                        .mappings()
-                        .one()
-                    )
-                    claimed.append(
-                        TaskView(
-                            id=row["id"],
-                            kind=row["kind"],
-                            incident_key=row["incident_key"],
-                            payload=dict(row["payload"] or {}),
-                            due_at=row["due_at"],
-                            attempts=row["attempts"],
-                        )
-                    )
-        return tuple(claimed)
+            for row in rows
+        )
 
     def finish(self, *, job_id: int, instance_id: str, result: Mapping[str, Any] | None = None) -> None:
         """Mark a job this instance claimed as done, keeping what it found."""
-        table = _JOBS
-        with self._engine.begin() as connection:
-            connection.execute(
-                sqlalchemy.update(table)
-                .where(table.c.id == job_id, table.c.claimed_by == instance_id)
-                .values(done_at=self._clock(), result=dict(result) if result is not None else None)
+        with session_scope(self._engine) as session:
+            task_repo.finish(
+                session, task_id=job_id, instance_id=instance_id, now=self._clock(), result=result
             )
 
     def fail(self, *, job_id: int, instance_id: str, error: str, retry_at: datetime | None) -> None:
         """Release a failed job for a later retry, or close it for good when `retry_at` is None."""
-        table = _JOBS
-        values: dict[str, Any] = {"last_error": error[:2000]}
-        if retry_at is None:
-            values["done_at"] = self._clock()
-        else:
-            values.update(claimed_by=None, claimed_at=None, due_at=retry_at)
-        with self._engine.begin() as connection:
-            connection.execute(
-                sqlalchemy.update(table)
-                .where(table.c.id == job_id, table.c.claimed_by == instance_id)
-                .values(**values)
-            )
+        with session_scope(self._engine) as session:
+            if retry_at is None:
+                task_repo.close_failed(
+                    session, task_id=job_id, instance_id=instance_id, error=error[:2000], now=self._clock()
+                )
+            else:
+                task_repo.release_for_retry(
+                    session, task_id=job_id, instance_id=instance_id, error=error[:2000], retry_at=retry_at
+                )
 
     def release_stale(self, *, lease: timedelta) -> int:
         """Free claims older than `lease` whose replica never finished them (it died); returns how many."""
-        table = _JOBS
         cutoff = self._clock() - lease
-        with self._engine.begin() as connection:
-            result = connection.execute(
-                sqlalchemy.update(table)
-                .where(
-                    table.c.done_at.is_(None), table.c.claimed_by.is_not(None), table.c.claimed_at < cutoff
-                )
-                .values(claimed_by=None, claimed_at=None)
-            )
-            return result.rowcount or 0
+        with session_scope(self._engine) as session:
+            return task_repo.release_stale(session, cutoff=cutoff)
 
     def has_pending(self, *, kind: str, incident_key: str) -> bool:
         """Whether a job of this kind waits (unclaimed, not done) for this incident."""
-        table = _JOBS
-        with self._engine.connect() as connection:
-            found = connection.execute(
-                sqlalchemy.select(table.c.id)
-                .where(
-                    table.c.kind == kind,
-                    table.c.incident_key == incident_key,
-                    table.c.done_at.is_(None),
-                    table.c.claimed_by.is_(None),
-                )
-                .limit(1)
-            ).first()
-        return found is not None
+        with session_scope(self._engine) as session:
+            return task_repo.has_pending(session, kind=kind, incident_key=incident_key)
 
     def postpone(self, *, kind: str, incident_key: str, until: datetime) -> int:
         """Push pending jobs of one kind for one incident to `until` (snooze); returns how many moved."""
-        table = _JOBS
-        with self._engine.begin() as connection:
-            result = connection.execute(
-                sqlalchemy.update(table)
-                .where(
-                    table.c.kind == kind,
-                    table.c.incident_key == incident_key,
-                    table.c.done_at.is_(None),
-                    table.c.claimed_by.is_(None),
-                    table.c.due_at < until,
-                )
-                .values(due_at=until)
-            )
-            return result.rowcount or 0
+        with session_scope(self._engine) as session:
+            return task_repo.postpone(session, kind=kind, incident_key=incident_key, until=until)
 
     def cancel(self, *, kind: str, incident_key: str, dedupe_prefix: str | None = None) -> int:
         """Close pending jobs of one kind for one incident (reminders once it is resolved, windows of a
         rolled-back change when `dedupe_prefix` narrows it)."""
-        table = _JOBS
-        conditions = [
-            table.c.kind == kind,
-            table.c.incident_key == incident_key,
-            table.c.done_at.is_(None),
-            table.c.claimed_by.is_(None),
-        ]
-        if dedupe_prefix is not None:
-            conditions.append(table.c.dedupe_key.startswith(dedupe_prefix, autoescape=True))
-        with self._engine.begin() as connection:
-            result = connection.execute(
-                sqlalchemy.update(table)
-                .where(*conditions)
-                .values(done_at=self._clock(), last_error="cancelled")
+        with session_scope(self._engine) as session:
+            return task_repo.cancel(
+                session, kind=kind, incident_key=incident_key, now=self._clock(), dedupe_prefix=dedupe_prefix
             )
-            return result.rowcount or 0
 
     def tasks(
         self, *, incident_key: str | None = None, kind: str | None = None
     ) -> tuple[tables.ScheduledTask, ...]:
         """Every job (done or not), for records and tests."""
-        with Session(self._engine) as session:
-            query = select(tables.ScheduledTask).order_by(_JOBS.c.due_at, _JOBS.c.id)
-            if incident_key is not None:
-                query = query.where(tables.ScheduledTask.incident_key == incident_key)
-            if kind is not None:
-                query = query.where(tables.ScheduledTask.kind == kind)
-            rows = session.exec(query).all()
-            for row in rows:
-                session.expunge(row)
-            return tuple(rows)
+        with session_scope(self._engine) as session:
+            return tuple(task_repo.listing(session, incident_key=incident_key, kind=kind))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -123,7 +123,10 @@ class RunningServer:
     def stop(self) -> None:
         """Close every socket from inside the serving loop (no race with its select), then join it."""
         if self.thread.is_alive():
-            self.server.trigger.pull_trigger(self.server.close)
+            try:
+                self.server.trigger.pull_trigger(self.server.close)
+            except OSError:  # the loop closed its trigger already: it is shutting down on its own
+                pass
             self.thread.join(timeout=10)
         if self.thread.is_alive():  # the loop did not take the thunk: close from here as a last resort
             self.server.close()

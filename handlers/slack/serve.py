@@ -82,7 +82,7 @@ def run(*, port: int | None, host: str, migrate: bool) -> None:
         serving.join(timeout=5)
 
     if socket_mode:
-        close_socket = _connect_socket_mode(bot=bot, app_token=settings.slack_app_token or "")
+        close_socket = connect_socket_mode(bot=bot, app_token=settings.slack_app_token or "")
         typer.echo(f"Socket Mode; health and metrics on http://{host}:{server.effective_port}")
 
         def close_all() -> None:
@@ -95,12 +95,14 @@ def run(*, port: int | None, host: str, migrate: bool) -> None:
     _wait_then_drain(bot=bot, stop=stop, stop_accepting=close_http)
 
 
-def _connect_socket_mode(*, bot: SlackBot, app_token: str) -> Callable[[], None]:
+def connect_socket_mode(*, bot: SlackBot, app_token: str) -> Callable[[], None]:
     """Connect the same app out to Slack over Socket Mode; returns how to close it."""
     from slack_bolt.adapter.socket_mode import SocketModeHandler
     from slack_sdk.errors import SlackApiError
 
-    handler = SocketModeHandler(bot.app, app_token)
+    # A 2 s ping notices a connection that died without a close frame within seconds; at the default 10 s the
+    # built-in client stayed deaf for about 50 s (bench/bench_socket_mode.py).
+    handler = SocketModeHandler(bot.app, app_token, ping_interval=2)
     try:
         handler.connect()
     except SlackApiError as error:

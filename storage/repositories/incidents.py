@@ -82,6 +82,22 @@ def timeline(session: Session, *, incident_id: int) -> Sequence[TimelineEntry]:
     return session.exec(statement).all()
 
 
+def append_timeline(
+    session: Session,
+    *,
+    incident_id: int,
+    at: datetime,
+    actor: str,
+    kind: str,
+    text: str,
+    data: dict[str, Any],
+) -> TimelineEntry:
+    """Add one timeline entry; it is written with the caller's transaction."""
+    entry = TimelineEntry(incident_id=incident_id, at=at, actor=actor, kind=kind, text=text, data=data)
+    session.add(entry)
+    return entry
+
+
 def snapshots(session: Session, *, incident_id: int) -> Sequence[Snapshot]:
     """Stored snapshot reports, oldest first."""
     statement = select(Snapshot).where(Snapshot.incident_id == incident_id).order_by(Snapshot.id)  # type: ignore[arg-type]

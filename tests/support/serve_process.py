@@ -26,10 +26,11 @@ def start_serve(
 ) -> tuple[subprocess.Popen[str], str]:
     """Run `serve` on 127.0.0.1:0 against the Slack stand-in; return the process and its base URL.
 
+    HTTP mode unless `extra_env` sets SLACK_APP_TOKEN (Socket Mode: the URL serves health and metrics).
     stdout keeps being drained after the address is read, so a chatty server never blocks on a full pipe.
     """
     env = {
-        **os.environ,
+        **{name: value for name, value in os.environ.items() if name != "SLACK_APP_TOKEN"},
         "PYTHONPATH": str(ROOT),
         "PYTHONUNBUFFERED": "1",
         "SLACK_BOT_TOKEN": BOT_TOKEN,
@@ -38,7 +39,6 @@ def start_serve(
         "DATABASE_URL": database_url,
         **(extra_env or {}),
     }
-    env.pop("SLACK_APP_TOKEN", None)
     process = subprocess.Popen(
         [sys.executable, "-c", launch, "serve", "--host", "127.0.0.1", "--port", "0"],
         cwd=cwd,
@@ -55,7 +55,7 @@ def start_serve(
         assert process.stdout is not None
         for line in process.stdout:
             lines.append(line)
-            if "HTTP mode" in line and not address:
+            if ("HTTP mode" in line or "Socket Mode;" in line) and not address:
                 address.append(line.rsplit("http://", 1)[1].strip())
                 ready.set()
 

@@ -32,16 +32,16 @@ def sign(*, body: str, secret: str = SIGNING_SECRET, timestamp: int | None = Non
     return slack_events.signature_headers(body=body, secret=secret, timestamp=timestamp)
 
 
-def slash_body(
+def slash_fields(
     *,
     text: str,
     user_id: str = "U0ALICE",
     channel_id: str = "C0INC",
     trigger_id: str | None = None,
     response_url: str = "http://127.0.0.1:9/response-unused",
-) -> str:
-    """A form-encoded slash command body like Slack's."""
-    fields = {
+) -> dict[str, str]:
+    """A slash command's fields as Slack sends them: form-encoded over HTTP, a JSON object over Socket Mode."""
+    return {
         "token": "deprecated-verification-token",
         "team_id": "T0LAB",
         "team_domain": "lab",
@@ -56,7 +56,11 @@ def slash_body(
         "response_url": response_url,
         "trigger_id": trigger_id or f"{time.time_ns()}.lab.{hashlib.sha1(text.encode()).hexdigest()[:8]}",
     }
-    return urllib.parse.urlencode(fields)
+
+
+def slash_body(**fields: Any) -> str:
+    """A form-encoded slash command body like Slack's (arguments as for `slash_fields`)."""
+    return urllib.parse.urlencode(slash_fields(**fields))
 
 
 @dataclasses.dataclass(kw_only=True)

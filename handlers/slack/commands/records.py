@@ -6,7 +6,12 @@ from __future__ import annotations
 import dataclasses
 
 from bot.changes.prevention import parse_prevent_args
-from bot.changes.service import ChangeError, parse_change_text, parse_value_with_unit
+from bot.changes.service import (
+    ChangeError,
+    parse_baseline_and_threshold,
+    parse_change_text,
+    parse_value_with_unit,
+)
 from bot.incidents.service import IncidentView
 from bot.records.sources import thread_of
 from bot.schedule.tasks import (
@@ -83,30 +88,41 @@ def change_state(ctx: CommandContext, *, change_id: int, state: str) -> None:
     replies.after_change_state(core=ctx.services.core, client=ctx.client, user=ctx.user_id, outcome=outcome)
 
 
-def _check_measure(rest: str) -> None:
+MEASURE_USAGE = (
+    "Type `/triage measure <change#> <window> <value><unit> [vs <baseline> -> <threshold>]`, e.g. "
+    "`/triage measure 3 +15m 182GB/s` (or `... vs 120 -> 170` when the change has no baseline yet)."
+)
+
+
+def _parse_measure(rest: str) -> tuple[int, str, float, str, float | None, float | None]:
+    """(change id, window, value, unit, baseline, threshold) of `measure`; baseline and threshold are optional."""
     words = _without_key(rest)
     if len(words) < 3:
-        raise UsageError(
-            "Type `/triage measure <change#> <window> <value><unit>`, e.g. `/triage measure 3 +15m 182GB/s`."
-        )
+        raise UsageError(MEASURE_USAGE)
+    reading, _, target = " ".join(words[2:]).partition(" vs ")
     try:
-        change_blocks.parse_change_id(text=words[0])
-        parse_value_with_unit(text=" ".join(words[2:]))
+        change_id = change_blocks.parse_change_id(text=words[0])
+        value, unit = parse_value_with_unit(text=reading)
+        baseline, threshold = parse_baseline_and_threshold(text=target) if target.strip() else (None, None)
     except ChangeError as error:
-        raise UsageError(str(error)) from None
+        raise UsageError(f"{error} {MEASURE_USAGE}") from None
+    return change_id, words[1], value, unit, baseline, threshold
+
+
+def _check_measure(rest: str) -> None:
+    _parse_measure(rest)
 
 
 def _run_measure(ctx: CommandContext) -> None:
-    words = _without_key(ctx.rest)
-    change_id = change_blocks.parse_change_id(text=words[0])
-    value, unit = parse_value_with_unit(text=" ".join(words[2:]))
+    change_id, window, value, unit, baseline, threshold = _parse_measure(ctx.rest)
     change = ctx.services.core.changes.measure(
-        change_id=change_id, window=words[1], value=value, unit=unit, actor=ctx.user_id
+        change_id=change_id, window=window, value=value, unit=unit, actor=ctx.user_id,
+        baseline=baseline, threshold=threshold,
     )
     incident = ctx.services.incidents.get(incident_key=change.incident_key)
     ctx.post_in_thread(
         incident,
-        text=f"Change #{change.id}: {words[1]} measured {value:g} {unit}",
+        text=f"Change #{change.id}: {window} measured {value:g} {unit}",
         blocks_=change_blocks.change_blocks(change=change),
     )
     replies.upload_chart(ctx.client, incident, change)
@@ -216,7 +232,7 @@ SUBCOMMANDS = (
     ),
     Subcommand(
         name="measure",
-        usage="measure [INC-n] <change#> <window> <value><unit>",
+        usage="measure [INC-n] <change#> <window> <value><unit> [vs <baseline> -> <threshold>]",
         summary="attach a measurement to a change",
         run=_run_measure,
         check=_check_measure,
