@@ -150,6 +150,16 @@ def test_records_and_exports_carry_the_cluster(bot: BotUnderTest, tmp_path: Path
         assert json.loads(archive.extractfile(manifest).read())["cluster"] == "prod-west"  # type: ignore[union-attr]
 
 
+def test_node_probes_run_only_on_clusters_whose_entry_allows_them(bot: BotUnderTest) -> None:
+    bot.command("job prod-west:ml/train-llm")
+    bot.services.core.settings = bot.services.settings.model_copy(update={"node_probe_runner": "srun"})
+    bot.slack.clear()
+    bot.command("fabric INC-0001 probe")
+    texts = [post["text"] for post in _posts(bot)]
+    assert any("No probe ran: cluster prod-west does not allow node probes" in text for text in texts), texts
+    assert not any(text.startswith("Probe (`ibstat`") for text in texts)
+
+
 def test_a_cluster_that_refuses_connections_is_reported_without_blocking_the_other(
     labs: dict[str, KubeApiServer], slack_stand_in: Any, tmp_path: Path
 ) -> None:

@@ -203,6 +203,19 @@ def _run_fabric(ctx: CommandContext) -> None:
         _probe(ctx, incident=incident, scope=scope)
 
 
+def _probes_refused_on(ctx: CommandContext, *, incident: IncidentView) -> str:
+    """Why the incident's cluster takes no node probe (its entry does not allow them), or ""."""
+    clusters = ctx.services.core.clusters
+    try:
+        spec = clusters.spec_for(ctx.services.incidents.snapshot_target(incident))
+    except ClusterError as error:
+        return str(error)
+    if spec.node_probes:
+        return ""
+    return (f"cluster {spec.name} does not allow node probes: the runner reaches this host's cluster, so a probe "
+            f"runs only where the operator set `node_probes: true` in the cluster's entry.")
+
+
 def _probe_nodes(scope: dict[str, Any] | None) -> list[str]:
     if not scope:
         return []
@@ -215,6 +228,10 @@ def _probe(ctx: CommandContext, *, incident: IncidentView, scope: dict[str, Any]
     settings = ctx.services.settings
     if not ctx.services.core.policy.may_read_cluster(ctx.user_id):
         ctx.post_in_thread(incident, text="No probe ran: " + _refusal(ctx, what="run node probes"))
+        return
+    refused = _probes_refused_on(ctx, incident=incident)
+    if refused:
+        ctx.post_in_thread(incident, text=f"No probe ran: {refused}")
         return
     try:
         runner = node_probe.make_runner(setting=settings.node_probe_runner, image=settings.node_probe_image)
