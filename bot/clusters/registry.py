@@ -4,7 +4,6 @@ its own snapshot slots. Built once from the settings (`Clusters.from_settings`) 
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Sequence
 
 from bot.clusters.gate import Gate
@@ -44,7 +43,6 @@ class Clusters:
         self.source = source
         self.legacy = legacy  # built from the single-cluster variables: snapshots use the settings as they are
         self._gates = {spec.name: Gate(name=spec.name, limit=spec.max_snapshots) for spec in specs}
-        self._lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Clusters:
