@@ -68,6 +68,12 @@ class Settings(BaseSettings):
     slurm_rest_url: str | None = Field(default=None, alias="TRIAGE_SLURMRESTD_URL")
     slurm_rest_token: str | None = Field(default=None, alias="SLURM_JWT")
     slurm_rest_user: str | None = Field(default=None, alias="TRIAGE_SLURMRESTD_USER")
+    slurm_cluster: str | None = Field(default=None, alias="TRIAGE_SLURM_CLUSTER")  # cli: `-M <cluster>`
+
+    # Named clusters (bot/clusters): a YAML file, or the same YAML/JSON inline; unset means one Kubernetes
+    # cluster and one Slurm cluster from the variables above.
+    clusters_file: Path | None = Field(default=None, alias="TRIAGE_CLUSTERS_FILE")
+    clusters_inline: str | None = Field(default=None, alias="TRIAGE_CLUSTERS")
 
     # GPU and fabric probes (off unless an operator turns them on)
     prometheus_url: str | None = Field(default=None, alias="TRIAGE_PROMETHEUS_URL")

@@ -8,6 +8,7 @@ from datetime import datetime
 
 from bot.changes.prevention import PreventionService
 from bot.changes.service import ChangeService
+from bot.clusters.registry import Clusters
 from bot.config import Settings
 from bot.evidence import findings
 from bot.evidence.report import Diagnoser
@@ -36,6 +37,7 @@ class Core:
     tasks: TaskStore
     runner: TaskRunner
     scheduler: TaskScheduler
+    clusters: Clusters
 
     def incident_data(self, *, incident_key: str) -> IncidentData:
         """Everything the handoff and postmortem need about one incident."""
@@ -67,10 +69,13 @@ def build_core(
     notifier: Notifier,
     clock: Clock = findings.utcnow,
     on_task_run: Callable[..., None] | None = None,
+    clusters: Clusters | None = None,
 ) -> Core:
-    """Wire the services over one engine; scheduled tasks post through `notifier` (Slack, or a printer)."""
+    """Wire the services over one engine; scheduled tasks post through `notifier` (Slack, or a printer).
+    `clusters` is the process's registry (built from the settings when not given)."""
     policy = policy_from(settings)
-    incidents = IncidentService(engine=engine, diagnoser=diagnoser, clock=clock, policy=policy)
+    clusters = clusters or Clusters.from_settings(settings)
+    incidents = IncidentService(engine=engine, diagnoser=diagnoser, clock=clock, policy=policy, clusters=clusters)
     sink = timeline_sink(clock=clock)
     changes = ChangeService(engine=engine, clock=clock, on_event=sink)
     prevention = PreventionService(engine=engine, clock=clock, on_event=sink)
@@ -101,4 +106,5 @@ def build_core(
         tasks=tasks,
         runner=runner,
         scheduler=scheduler,
+        clusters=clusters,
     )

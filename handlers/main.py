@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "triage": ("handlers.cli.triage", "Bounded diagnostic snapshots of one workload, Slurm job or node."),
     "classify": ("handlers.cli.classify", "Classify evidence lines from stdin: layer, rule, scope, next step."),
     "fabric": ("handlers.cli.fabric", "NCCL/InfiniBand scope from logs, and opt-in bounded fabric probes."),
+    "clusters": ("handlers.cli.clusters", "Named clusters: reachability and what the bot may read there."),
     "export": ("handlers.cli.export", "Print an incident's postmortem or handoff; write its evidence bundle."),
     "lab": ("handlers.cli.lab", "Simulated clusters for the demo, practice and tests."),
     "db": ("handlers.cli.db", "Database schema migrations (db upgrade)."),

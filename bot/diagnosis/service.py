@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from bot.clusters.registry import Clusters
 from bot.config import Settings
 from bot.diagnosis import engine
 from bot.diagnosis.collectors.kube import calls as kube_calls
@@ -51,34 +52,53 @@ def diagnose(
     api_client: Any = None,
     slurm_backend: Any = None,
     probe_gpus: bool = False,
+    clusters: Clusters | None = None,
 ) -> SnapshotReport:
-    """Take one bounded snapshot of `target` and classify it; raises TargetNotFound / ClusterUnreachable.
-    `api_client` and `slurm_backend` replace the ones built from the settings (tests, the lab)."""
+    """Take one bounded snapshot of `target` on its cluster (with that cluster's access and bounds) and
+    classify it; raises TargetNotFound / ClusterUnreachable / ClusterError. `clusters` is the registry (built
+    from the settings when not given; the incident service holds each cluster's snapshot slots around this
+    call); `api_client` and `slurm_backend` replace the ones built from the settings (tests, the lab)."""
     parsed = parse_target(target) if isinstance(target, str) else target
-    if parsed.platform is Platform.KUBERNETES:
+    registry = clusters or Clusters.from_settings(settings)
+    spec = registry.spec_for(parsed)
+    try:
+        report = _diagnose_on(target=parsed, settings=registry.settings_for(spec, settings), api_client=api_client,
+                              slurm_backend=slurm_backend, probe_gpus=probe_gpus)
+    except ClusterUnreachable as exc:
+        if registry.legacy:
+            raise
+        raise ClusterUnreachable(f"cluster {spec.name}: {exc}") from exc
+    shown = registry.canonical(dataclasses.replace(parsed, cluster=spec.name))
+    return dataclasses.replace(report, target=shown.key, cluster=spec.name)
+
+
+def _diagnose_on(*, target: Target, settings: Settings, api_client: Any, slurm_backend: Any,
+                 probe_gpus: bool) -> SnapshotReport:
+    """One snapshot with settings already narrowed to the target's cluster."""
+    if target.platform is Platform.KUBERNETES:
         kube_calls.preload_models()  # once per process, before the deadline starts: not charged to the snapshot
     taken_at = utcnow()
     budget = engine.Budget(bounds=settings.bounds)
     followed: tuple[str, ...] = ()
-    node = isinstance(parsed, NodeTarget)
+    node = isinstance(target, NodeTarget)
     if node:
         from bot.diagnosis import node_triage
 
-        result, kind, placement = node_triage.collect(target=parsed, settings=settings, budget=budget,
+        result, kind, placement = node_triage.collect(target=target, settings=settings, budget=budget,
                                                       api_client=api_client, slurm_backend=slurm_backend)
-    elif parsed.platform is Platform.SLURM:
-        result, kind, placement = _slurm(target=parsed, settings=settings, budget=budget, backend=slurm_backend,
+    elif target.platform is Platform.SLURM:
+        result, kind, placement = _slurm(target=target, settings=settings, budget=budget, backend=slurm_backend,
                                          probe_gpus=probe_gpus)
     else:
-        result, kind, followed = _kubernetes(target=parsed, settings=settings, budget=budget, api_client=api_client)
+        result, kind, followed = _kubernetes(target=target, settings=settings, budget=budget, api_client=api_client)
         placement = {}
     observations = _aged(list(result.observations) + _engine_observations(result.reports), now=taken_at)
     diagnosis = classify(observations)
     extra = _snapshot_findings(observations, already={f.rule for f in diagnosis.findings})
     if node:
-        extra += node_triage.next_steps(target=parsed, observations=observations, diagnosis=diagnosis)
+        extra += node_triage.next_steps(target=target, observations=observations, diagnosis=diagnosis)
     return redact.redact_report(SnapshotReport(  # the one redaction step: whoever renders it, it leaves redacted
-        target=parsed.key, target_kind=kind, taken_at=taken_at, elapsed_ms=budget.elapsed_ms(),
+        target=target.key, target_kind=kind, taken_at=taken_at, elapsed_ms=budget.elapsed_ms(),
         verdict=diagnosis.verdict, findings=tuple(diagnosis.findings) + tuple(extra), collectors=result.reports,
         observations=tuple(observations), placement={**placement, **placement_from(observations)},
         not_checked=result.not_checked, unexplained=diagnosis.unexplained, followed=followed))
@@ -251,7 +271,8 @@ def lab_diagnoser(*, scenario: str = "nccl-ib") -> Diagnoser:
 
     def run(*, target: Target | str, settings: Settings, **_: Any) -> SnapshotReport:
         lab_settings = settings.model_copy(update={"kubeconfig": _LAB.kubeconfig(scenario), "kube_context": None,
-                                                   "in_cluster": False})
+                                                   "in_cluster": False, "clusters_file": None,
+                                                   "clusters_inline": None})
         return diagnose(target=target, settings=lab_settings)
 
     return run

@@ -32,12 +32,12 @@ class NodeTarget(Target):
     @property
     def key(self) -> str:
         """`node:<name>` or `slurm-node:<name>`: what the incident stores and parse_target reads back."""
-        return f"{SLURM_PREFIX if self.platform is Platform.SLURM else K8S_PREFIX}{self.name}"
+        return f"{self.cluster}:{self.workload_key}" if self.cluster else self.workload_key
 
     @property
     def workload_key(self) -> str:
-        """One open incident per node, whichever alert or person asked."""
-        return self.key
+        """One open incident per node (per cluster: the cluster is stored beside it), whoever asked."""
+        return f"{SLURM_PREFIX if self.platform is Platform.SLURM else K8S_PREFIX}{self.name}"
 
     @property
     def kind_label(self) -> str:

@@ -43,6 +43,7 @@ class SnapshotReport:
     not_checked: tuple[str, ...] = ()
     unexplained: tuple[findings.Observation, ...] = ()
     followed: tuple[str, ...] = ()
+    cluster: str = ""  # the named cluster it was taken on (`triage-bot clusters`)
 
     def to_dict(self, *, include_observations: bool = False) -> dict[str, Any]:
         """The documented JSON schema (docs/snapshot-schema.md)."""
@@ -50,6 +51,7 @@ class SnapshotReport:
             "schema_version": SCHEMA_VERSION,
             "target": self.target,
             "target_kind": self.target_kind,
+            "cluster": self.cluster,
             "taken_at": findings._plain(self.taken_at),
             "verdict": self.verdict.to_dict(),
             "findings": [finding.to_dict() for finding in self.findings],

@@ -10,6 +10,12 @@ import re
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _SLURM_JOB_ID = re.compile(r"[1-9][0-9]{0,9}(_[0-9]{1,6})?")
+# A cluster name: a DNS-1123 label that starts with a letter (so `88123` is never a cluster), 40 chars at most.
+CLUSTER_NAME = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")
+# `slurm:<n>` keeps meaning "the default Slurm cluster", so no cluster may be called `slurm`.
+SLURM_PREFIX = "slurm"
+# Id prefixes that are never cluster names: Slurm jobs, and node incidents' stored keys.
+RESERVED_PREFIXES = frozenset({SLURM_PREFIX, "node", "slurm-node"})
 MAX_ID_LENGTH = 300
 
 # A custom resource the bot has no table entry for: `<plural>.<group>` as kubectl spells it (CRD groups have a dot).
@@ -57,7 +63,8 @@ ACCEPTED_FORMS = (
     "`namespace/name` (Kubernetes: the common kinds are tried in a fixed order), `kind/namespace/name` with kind one "
     "of " + ", ".join(f"{kind.value}" + (f" ({_SHORT[kind]})" if kind in _SHORT else "") for kind in WorkloadKind)
     + " (e.g. `deployment/serving/vllm`), any other custom resource as `plural.group/namespace/name` "
-    "(e.g. `notebooks.kubeflow.org/team/nb-1`), or a Slurm job as a bare number or `slurm:<number>` (e.g. `88123`)"
+    "(e.g. `notebooks.kubeflow.org/team/nb-1`), or a Slurm job as a bare number or `slurm:<number>` (e.g. `88123`); "
+    "any of them after `<cluster>:` to name the cluster (e.g. `prod-east:ml/train-llm`, `slurm-a:88123`)"
 )
 
 
@@ -74,14 +81,15 @@ class Target:
     namespace: str | None = None
     kind: WorkloadKind | None = None
     resource: str | None = None  # `plural.group` of a custom resource the bot has no table entry for
+    cluster: str | None = None  # None: the platform's default cluster (the only one, when one is configured)
 
     @property
     def key(self) -> str:
-        """Canonical form used to find the open incident for this workload."""
+        """Canonical form used to find the open incident for this workload (`<cluster>:` first when named)."""
         if self.platform is Platform.SLURM:
-            return f"slurm:{self.name}"
+            return f"{self.cluster}:{self.name}" if self.cluster else f"slurm:{self.name}"
         prefix = f"{self.kind.value}/" if self.kind else (f"{self.resource}/" if self.resource else "")
-        return f"{prefix}{self.namespace}/{self.name}"
+        return f"{self.cluster + ':' if self.cluster else ''}{prefix}{self.namespace}/{self.name}"
 
     @property
     def workload_key(self) -> str:
@@ -119,7 +127,33 @@ def _shown(value: str) -> str:
 
 
 def parse_target(raw: str) -> Target:
-    """Validate one id and say which platform and kind it names; raise InvalidTarget otherwise."""
+    """Validate one id, with an optional `<cluster>:` in front; raise InvalidTarget otherwise."""
+    cluster, text = _split_cluster(raw.strip())
+    parsed = _parse_id(text)
+    return dataclasses.replace(parsed, cluster=cluster) if cluster else parsed
+
+
+def _split_cluster(text: str) -> tuple[str | None, str]:
+    """`prod-east:ml/x` -> (`prod-east`, `ml/x`); `slurm:88123` and ids without a cluster are left whole."""
+    head, colon, rest = text.partition(":")
+    if not colon or "/" in head or head.lower() in RESERVED_PREFIXES:
+        return None, text
+    if len(text) > MAX_ID_LENGTH:
+        return None, text  # refused by length in _parse_id, before any pattern runs
+    if not head.isascii() or not CLUSTER_NAME.fullmatch(head):
+        raise InvalidTarget(
+            f"`{_shown(head)}` is not a cluster name: cluster names are lowercase letters, digits and '-', "
+            f"starting with a letter, at most 40 characters (`triage-bot clusters` lists them). "
+            f"Accepted forms: {ACCEPTED_FORMS}."
+        )
+    node_key = rest.lower().startswith(("node:", "slurm-node:"))  # a node on a named cluster
+    if (":" in rest and not node_key) or rest != rest.lstrip():
+        raise InvalidTarget(f"`{_shown(text)}` is not `<cluster>:<id>`. Accepted forms: {ACCEPTED_FORMS}.")
+    return head, rest
+
+
+def _parse_id(raw: str) -> Target:
+    """One id without a cluster: which platform and kind it names."""
     text = raw.strip()
     if not text:
         raise InvalidTarget(f"Missing job id. Accepted forms: {ACCEPTED_FORMS}.")

@@ -6,8 +6,9 @@ Rules (SECURITY.md states them with the tests that prove them):
 - Moving the incident (status, resolve, reopen, severity): the commander or an admin.
 - Other roles (owner, scribe, observer, owner:<layer>): the commander or an admin assigns anyone; anyone
   may take a role for themselves.
-- Cluster reads (snapshots, re-runs, comparisons, probes, scheduled re-validation): with an allow-list
-  configured, only listed users and the bot's own identity (alert intake); everyone otherwise.
+- Cluster reads (snapshots, re-runs, comparisons, probes, scheduled re-validation), and setting a channel's
+  default cluster (which steers them): with an allow-list configured, only listed users and the bot's own
+  identity (alert intake); everyone otherwise.
 - Notes, changes, measurements, handoffs, postmortems and prevention: anyone on the incident.
 - Where: an incident is worked on in its own channel; a key typed in another channel reads and changes
   nothing there, and `/triage list` shows the channel's own incidents (admins see and act everywhere).

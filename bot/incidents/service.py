@@ -10,7 +10,7 @@ import dataclasses
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.config import Settings
 from bot.evidence import findings, redact
@@ -21,6 +21,7 @@ from bot.incidents import policy as rulebook
 from bot.incidents.errors import IncidentError, IncidentNotFound
 from bot.incidents.policy import BOT_ACTOR, MULTI_HOLDER_ROLES, Policy
 from storage.db import Engine, IntegrityError, session_scope
+from storage.repositories import channels as channel_repo
 from storage.repositories import incidents as incident_repo
 from storage.tables.incidents import (
     INCIDENT_STATUSES,
@@ -38,6 +39,9 @@ SEVERITIES = tuple(item.value for item in findings.Severity)
 SNAPSHOT_STARTED = "snapshot_started"
 SNAPSHOT_INTERRUPTED = "snapshot_interrupted"
 SNAPSHOT_KINDS = frozenset({SNAPSHOT_STARTED, "snapshot", "snapshot_failed", SNAPSHOT_INTERRUPTED})
+
+if TYPE_CHECKING:
+    from bot.clusters.registry import Clusters
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -66,6 +70,7 @@ class IncidentView:
     updated_at: datetime
     resolved_at: datetime | None
     roles: tuple[RoleView, ...] = ()
+    cluster: str = ""  # the named cluster; "" when opened before clusters had names (the default one)
 
     @property
     def is_open(self) -> bool:
@@ -113,9 +118,11 @@ class IncidentService:
         diagnoser: Diagnoser | None,
         clock: Callable[[], datetime] = findings.utcnow,
         policy: Policy | None = None,
+        clusters: Clusters | None = None,
     ) -> None:
         self.engine = engine
         self.diagnoser = diagnoser
+        self.clusters = clusters  # None: targets are taken as typed, incidents carry no cluster name
         self.clock = clock
         # Tells this process's snapshots from those of an earlier run of the same instance.
         self.boot_id = uuid.uuid4().hex
@@ -125,8 +132,10 @@ class IncidentService:
 
     def open_for_target(self, *, target: Target, channel_id: str, opened_by: str, title: str | None = None,
                         severity: str | None = None) -> OpenResult:
-        """Open an incident for the workload, or return the one already open (never two). Alert intake names
-        the alert in `title` and sets its rule's initial `severity` (a snapshot's findings set it after)."""
+        """Open an incident for the workload on its cluster (the one named, else the channel's default, else
+        the only or default one of its kind), or return the one already open there (never two); raises
+        ClusterError (an InvalidTarget) when the id names no usable cluster. Alert intake names the alert in
+        `title` and sets its rule's initial `severity` (a snapshot's findings set it after)."""
         if severity is not None and severity not in SEVERITIES:
             raise IncidentError(f"`{severity[:20]}` is not a severity. Use one of: {', '.join(SEVERITIES)}.")
         for attempt in range(OPEN_ATTEMPTS):
@@ -143,7 +152,8 @@ class IncidentService:
     def _open_once(self, *, target: Target, channel_id: str, opened_by: str, title: str | None = None,
                    severity: str | None = None) -> OpenResult:
         with session_scope(self.engine) as session:
-            existing = incident_repo.open_for_workload(session, workload_key=target.workload_key)
+            target, cluster, lookup = self._place(session, target=target, channel_id=channel_id)
+            existing = incident_repo.open_for_workload(session, workload_key=target.workload_key, clusters=lookup)
             if existing is not None:
                 return OpenResult(incident=self._view(session, existing), created=False)
             now = self.clock()
@@ -156,6 +166,7 @@ class IncidentService:
                 target=target.key,
                 target_platform=target.platform.value,
                 workload_key=target.workload_key,
+                cluster=cluster,
                 status="investigating",
                 channel_id=channel_id,
                 opened_by=opened_by,
@@ -168,6 +179,40 @@ class IncidentService:
             self._grant(session, incident, role="commander", user_id=opened_by, actor=opened_by)
             session.flush()
             return OpenResult(incident=self._view(session, incident), created=True)
+
+    def _place(self, session: Any, *, target: Target, channel_id: str) -> tuple[Target, str, tuple[str, ...]]:
+        """(canonical target, its cluster's name, the cluster values its open incident may be stored under)."""
+        if self.clusters is None:
+            return target, target.cluster or "", (target.cluster or "",)
+        prefer = channel_repo.cluster_for(session, channel_id=channel_id) if channel_id else None
+        spec = self.clusters.spec_for(target, prefer=prefer)
+        canonical = self.clusters.canonical(dataclasses.replace(target, cluster=spec.name))
+        unnamed = self.clusters.default_for(target.platform) is spec  # "" rows: opened on the default cluster
+        return canonical, spec.name, (spec.name, "") if unnamed else (spec.name,)
+
+    def snapshot_target(self, incident: IncidentView) -> Target:
+        """The incident's workload as diagnose() takes it: on the cluster it was opened on."""
+        parsed = parse_target(incident.target)
+        if parsed.cluster or not incident.cluster or self.clusters is None:
+            return parsed
+        return self.clusters.canonical(dataclasses.replace(parsed, cluster=incident.cluster))
+
+    # --- channel defaults ----------------------------------------------------------------------------
+
+    def channel_cluster(self, *, channel_id: str) -> str | None:
+        """The cluster ids without `<cluster>:` mean in this channel, when one was set."""
+        with session_scope(self.engine) as session:
+            return channel_repo.cluster_for(session, channel_id=channel_id)
+
+    def set_channel_cluster(self, *, channel_id: str, cluster: str | None, actor: str) -> str | None:
+        """Set (or clear, with None) the channel's default cluster; returns the previous one. The cluster must
+        be configured, and the caller allowed to cause cluster reads (the default steers them)."""
+        self.policy.require_cluster_read(actor=actor, what="set a channel's default cluster")
+        if cluster is not None and self.clusters is not None:
+            cluster = self.clusters.get(cluster).name
+        with session_scope(self.engine) as session:
+            return channel_repo.set_cluster(session, channel_id=channel_id, cluster=cluster, actor=actor,
+                                            at=self.clock())
 
     def attach_root_message(self, *, incident_key: str, channel_id: str, ts: str) -> IncidentView:
         """Remember the root message: everything about the incident threads under it."""
@@ -320,7 +365,7 @@ class IncidentService:
             data={"instance": settings.instance_id, "boot": self.boot_id},
         )
         # Redacted before it is stored or posted: the caller posts exactly what we return.
-        report = redact.redact_report(self.diagnoser(target=parse_target(incident.target), settings=settings))
+        report = redact.redact_report(self._diagnose(target=self.snapshot_target(incident), settings=settings))
         self.record_snapshot(incident_key=incident_key, report=report, actor=actor)
         return report
 
@@ -329,7 +374,19 @@ class IncidentService:
         if self.diagnoser is None:
             raise IncidentError("No diagnoser is configured, so no snapshot can be taken.")
         self.policy.require_cluster_read(actor=actor, what="take snapshots (a comparison takes one)")
-        return redact.redact_report(self.diagnoser(target=target, settings=settings))
+        return redact.redact_report(self._diagnose(target=target, settings=settings))
+
+    def _diagnose(self, *, target: Target, settings: Settings) -> SnapshotReport:
+        """The diagnoser, inside one of the target's cluster's snapshot slots: a slow cluster queues its own
+        snapshots (bounded; ClusterBusy past that) and never holds another cluster's."""
+        if self.diagnoser is None:
+            raise IncidentError("No diagnoser is configured, so no snapshot can be taken.")
+        if self.clusters is None:
+            return self.diagnoser(target=target, settings=settings)
+        spec = self.clusters.spec_for(target)
+        wait = spec.bounds_over(settings.bounds).deadline_seconds
+        with self.clusters.gate(spec.name).hold(wait_seconds=wait):
+            return self.diagnoser(target=target, settings=settings)
 
     def record_snapshot(self, *, incident_key: str, report: SnapshotReport, actor: str = BOT_ACTOR) -> None:
         """Store the report JSON (observations included), its verdict and a timeline entry."""
@@ -582,6 +639,7 @@ class IncidentService:
             updated_at=incident.updated_at,
             resolved_at=incident.resolved_at,
             roles=roles,
+            cluster=incident.cluster,
         )
 
 

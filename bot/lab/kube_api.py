@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
-from bot.lab import tables
+from bot.lab import rbac, tables
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -143,6 +143,15 @@ class ClusterState:
         self.logs: dict[tuple[str, str, str, bool], str] = {}
         self.resource_version = 1000
         self.created = datetime.now(UTC)
+        self.rbac = rbac.Rbac()  # what the bot's identity may read here (read-everything until narrowed)
+
+    def served_resources(self) -> list[tuple[str, str]]:
+        """(group, resource) RBAC can name on this cluster, `pods/log` included."""
+        return [(rt.group, rt.plural) for rt in self.types] + [("", "pods/log")]
+
+    def deny(self, *, group: str, resource: str) -> None:
+        """Stop granting the bot one resource (e.g. `pods/log`): reads get 403 and reviews say so."""
+        self.rbac.revoke(group=group, resource=resource, served=self.served_resources())
 
     def resource_type(self, *, group: str, plural: str) -> ResourceType | None:
         """The served type, or None when this cluster does not serve it."""
@@ -298,6 +307,16 @@ def status_object(*, code: int, reason: str, message: str, details: dict[str, An
     return body
 
 
+REVIEW_GROUP = "authorization.k8s.io"
+_AUTHORIZATION_GROUP = {"name": REVIEW_GROUP, "versions": [{"groupVersion": f"{REVIEW_GROUP}/v1", "version": "v1"}],
+                        "preferredVersion": {"groupVersion": f"{REVIEW_GROUP}/v1", "version": "v1"}}
+_AUTHORIZATION_RESOURCES = {
+    "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{REVIEW_GROUP}/v1",
+    "resources": [{"name": name, "singularName": "", "namespaced": False, "kind": kind, "verbs": ["create"]}
+                  for name, kind in (("selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+                                     ("selfsubjectrulesreviews", "SelfSubjectRulesReview"))],
+}
+
 _NAMED_PATH = re.compile(
     r"^/(?:api/(?P<cv>v1)|apis/(?P<group>[^/]+)/(?P<gv>[^/]+))"
     r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>[^/]+))?$"
@@ -421,6 +440,10 @@ class KubeApiServer:
                 return _json(200, self._group_list())
             if path.rstrip("/") == "/api/v1":
                 return _json(200, self._resource_list(group="", version="v1"))
+            if path.rstrip("/") == f"/apis/{REVIEW_GROUP}":
+                return _json(200, _AUTHORIZATION_GROUP)
+            if path.rstrip("/") == f"/apis/{REVIEW_GROUP}/v1":
+                return _json(200, _AUTHORIZATION_RESOURCES)
             match = re.fullmatch(r"/apis/([^/]+)/([^/]+)/?", path)
             if match:
                 return _json(200, self._resource_list(group=match.group(1), version=match.group(2)))
@@ -435,6 +458,32 @@ class KubeApiServer:
         except _ApiError as exc:
             return _json(exc.code, status_object(code=exc.code, reason=exc.reason, message=exc.message,
                                                  details=exc.details))
+
+    def review(self, *, path: str, body: bytes) -> tuple[int, str, bytes]:
+        """Answer a SelfSubjectAccessReview or SelfSubjectRulesReview POST from this cluster's RBAC rules."""
+        kind = {f"/apis/{REVIEW_GROUP}/v1/selfsubjectaccessreviews": "SelfSubjectAccessReview",
+                f"/apis/{REVIEW_GROUP}/v1/selfsubjectrulesreviews": "SelfSubjectRulesReview"}.get(path.rstrip("/"))
+        if kind is None:
+            return _json(405, status_object(code=405, reason="MethodNotAllowed",
+                                            message="the lab API server is read-only"))
+        fault = self._fault_for(path)
+        if fault is not None:
+            if fault.latency_seconds:
+                time.sleep(fault.latency_seconds)
+            if fault.status:
+                return _json(fault.status, status_object(code=fault.status, reason="InternalError",
+                                                         message="injected failure"))
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError:
+            request = None
+        spec = request.get("spec") if isinstance(request, dict) else None
+        if not isinstance(spec, dict):
+            return _json(400, status_object(code=400, reason="BadRequest", message="the review has no spec object"))
+        answer = self.state.rbac.access_review(spec) if kind == "SelfSubjectAccessReview" else \
+            self.state.rbac.rules_review(spec)
+        return _json(201, {"kind": kind, "apiVersion": f"{REVIEW_GROUP}/v1", "metadata": {"creationTimestamp": None},
+                           "spec": spec, "status": answer})
 
     def _groups(self) -> dict[str, list[ResourceType]]:
         groups: dict[str, list[ResourceType]] = {}
@@ -453,7 +502,7 @@ class KubeApiServer:
 
     def _group_list(self) -> dict[str, Any]:
         return {"kind": "APIGroupList", "apiVersion": "v1",
-                "groups": [self._group(name) for name in sorted(self._groups())]}
+                "groups": [self._group(name) for name in sorted(self._groups())] + [_AUTHORIZATION_GROUP]}
 
     def _resource_list(self, *, group: str, version: str) -> dict[str, Any]:
         types = [rt for rt in self.state.types if rt.group == group and rt.version == version]
@@ -475,6 +524,13 @@ class KubeApiServer:
         group = match.group("group") or ""
         version = match.group("cv") or match.group("gv")
         namespace, plural, name, sub = match.group("ns"), match.group("plural"), match.group("name"), match.group("sub")
+        _group, resource, verb = rbac.request_access(group=group, plural=plural, name=name, sub=sub)
+        if not self.state.rbac.allows(group=group, resource=resource, verb=verb, namespace=namespace or ""):
+            where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+            named = f' "{name}"' if name else ""
+            raise _ApiError(403, "Forbidden", f'{plural}{"." + group if group else ""}{named} '
+                            f'is forbidden: User "{rbac.SUBJECT}" cannot {verb} resource "{resource}" in API group '
+                            f'"{group}"{where}', {"kind": plural, **({"name": name} if name else {})})
         rt = self.state.resource_type(group=group, plural=plural)
         if rt is None or rt.version != version:
             raise _ApiError(404, "NotFound", "the server could not find the requested resource")
@@ -594,6 +650,18 @@ def _make_handler(server: KubeApiServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
+        def do_POST(self) -> None:
+            parts = urlsplit(self.path)
+            length = min(int(self.headers.get("Content-Length") or 0), 65_536)
+            status, content_type, body = server.review(path=parts.path, body=self.rfile.read(length))
+            server._record(RequestRecord(method="POST", path=parts.path, query=parts.query, status=status,
+                                         bytes_sent=len(body)))
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
         def _refuse(self) -> None:
             body = json.dumps(status_object(code=405, reason="MethodNotAllowed",
                                             message="the lab API server is read-only")).encode()
@@ -603,7 +671,7 @@ def _make_handler(server: KubeApiServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        do_POST = do_PUT = do_PATCH = do_DELETE = _refuse
+        do_PUT = do_PATCH = do_DELETE = _refuse
 
         def log_message(self, format: str, *args: Any) -> None:
             return

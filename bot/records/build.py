@@ -66,6 +66,7 @@ class IncidentData:
     opened_at: datetime
     opened_by: str = ""
     channel: str = ""
+    cluster: str = ""  # the named cluster; "" when opened before clusters had names
     resolved_at: datetime | None = None
     roles: tuple[RoleEntry, ...] = ()
     timeline: tuple[TimelineItem, ...] = ()
@@ -138,6 +139,7 @@ class HandoffRecord:
     severity: str
     generated_at: str
     target: str
+    cluster: str | None
     scope: str | None
     failing_layer: str | None
     verdict: str | None
@@ -169,6 +171,7 @@ class PostmortemRecord:
     generated_at: str
     summary: str | None
     impact: str | None
+    cluster: str | None
     opened_at: str
     resolved_at: str | None
     duration: str | None
@@ -349,6 +352,7 @@ def build_handoff(*, data: IncidentData, now: datetime | None = None) -> Handoff
         severity=data.severity,
         generated_at=_iso(now or utcnow()) or "",
         target=data.target,
+        cluster=data.cluster or None,
         scope=verdict.get("scope"),
         failing_layer=verdict.get("layer"),
         verdict=verdict.get("summary"),
@@ -434,6 +438,7 @@ def build_postmortem(*, data: IncidentData, now: datetime | None = None) -> Post
         generated_at=_iso(now or utcnow()) or "",
         summary=told.get("summary"),
         impact=told.get("impact"),
+        cluster=data.cluster or None,
         opened_at=_iso(data.opened_at) or "",
         resolved_at=_iso(data.resolved_at),
         duration=_duration(data.opened_at, data.resolved_at),

@@ -62,6 +62,7 @@ def write_bundle(*, data: records.IncidentData, path: Path, now: datetime | None
     manifest = {
         "incident": data.key,
         "target": data.target,
+        "cluster": data.cluster,
         "generated_at": moment,
         "files": sorted(members),
         "how_to_replay": "Run each command in commands.jsonl against the target; compare with its excerpt "

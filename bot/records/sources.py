@@ -67,6 +67,7 @@ def load_incident_data(
             opened_at=incident.opened_at,
             opened_by=incident.opened_by,
             channel=incident.channel_id,
+            cluster=incident.cluster,
             resolved_at=incident.resolved_at,
             roles=tuple(
                 RoleEntry(role=row.role, user=row.user_id, assigned_at=row.assigned_at) for row in roles

@@ -33,23 +33,27 @@ def _fail(message: str, *, code: int) -> typer.Exit:
     return typer.Exit(code=code)
 
 
-def _snapshot(*, raw: str, settings: Any) -> SnapshotReport:
+def _snapshot(*, raw: str, settings: Any, prefer: str | None = None) -> SnapshotReport:
+    """One snapshot; `prefer` is the cluster an id without `<cluster>:` means (the failing one's, for --compare)."""
+    from bot.clusters.registry import Clusters
     from bot.evidence.targets import InvalidTarget, parse_target
 
     try:
-        target = parse_target(raw)
-    except InvalidTarget as exc:
+        clusters = Clusters.from_settings(settings)
+        target = clusters.resolve(parse_target(raw), prefer=prefer)
+    except (InvalidTarget, ValueError) as exc:
         raise _fail(str(exc), code=EXIT_BAD_INPUT) from None
-    return _diagnose(target=target, settings=settings)
+    return _diagnose(target=target, settings=settings, clusters=clusters)
 
 
-def _diagnose(*, target: Target, settings: Any) -> SnapshotReport:
+def _diagnose(*, target: Target, settings: Any, clusters: Any = None) -> SnapshotReport:
     from bot.diagnosis import service as diagnose_mod
     from bot.evidence.node_targets import NodeTarget
+    from bot.evidence.report import SnapshotUnavailable
     from bot.evidence.targets import Platform
 
     try:
-        return diagnose_mod.diagnose(target=target, settings=settings)
+        return diagnose_mod.diagnose(target=target, settings=settings, clusters=clusters)
     except diagnose_mod.TargetNotFound as exc:
         if isinstance(target, NodeTarget):
             hint = ("List the nodes with `sinfo -N`." if target.platform is Platform.SLURM else
@@ -61,8 +65,11 @@ def _diagnose(*, target: Target, settings: Any) -> SnapshotReport:
                     f"(or `kubectl api-resources` for the kind's name).")
         raise _fail(f"{exc}. {hint}", code=EXIT_NOT_FOUND) from None
     except diagnose_mod.ClusterUnreachable as exc:
-        raise _fail(f"cluster unreachable: {exc}. Check --kubeconfig/--context and that the API server answers.",
+        raise _fail(f"cluster unreachable: {exc}. Check --kubeconfig/--context (or the cluster's entry in "
+                    "TRIAGE_CLUSTERS_FILE; `triage-bot clusters` checks every one) and that the API server answers.",
                     code=EXIT_UNREACHABLE) from None
+    except SnapshotUnavailable as exc:
+        raise _fail(str(exc), code=EXIT_UNREACHABLE) from None
 
 
 def render_text(console: Console, report: SnapshotReport, differences: list[compare_mod.Difference] | None) -> None:
@@ -112,7 +119,8 @@ def register(app: typer.Typer) -> None:
     def job(
         job_id: Annotated[str, typer.Argument(help="namespace/name, kind/namespace/name (deployment, statefulset, "
                                                   "cronjob, pod, rayjob, inferenceservice, lws, ...), "
-                                                  "plural.group/namespace/name, or a Slurm job number")],
+                                                  "plural.group/namespace/name, or a Slurm job number; "
+                                                  "`<cluster>:` in front names the cluster")],
         kubeconfig: Annotated[Path | None, typer.Option(help="kubeconfig file (default: $KUBECONFIG)")] = None,
         context: Annotated[str | None, typer.Option(help="kubeconfig context")] = None,
         deadline: Annotated[float | None, typer.Option(help="global snapshot deadline in seconds")] = None,
@@ -124,7 +132,7 @@ def register(app: typer.Typer) -> None:
         report = _snapshot(raw=job_id, settings=settings)
         differences = None
         if compare:
-            healthy = _snapshot(raw=compare, settings=settings)
+            healthy = _snapshot(raw=compare, settings=settings, prefer=report.cluster or None)
             from bot.diagnosis import compare as compare_mod
 
             differences = compare_mod.compare_snapshots(failing=report, healthy=healthy)

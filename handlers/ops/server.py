@@ -27,8 +27,11 @@ Check = Callable[[], None]
 class Readiness:
     """Named checks, each raising when its dependency is not ready; `cached` ones are trusted for a while."""
 
-    def __init__(self, *, checks: dict[str, Check], cached: frozenset[str] = frozenset(), ttl_seconds: float = 30.0) -> None:
+    def __init__(self, *, checks: dict[str, Check], cached: frozenset[str] = frozenset(), ttl_seconds: float = 30.0,
+                 details: dict[str, Callable[[], dict[str, str]]] | None = None) -> None:
         self._checks = checks
+        # Reported beside the checks, never deciding readiness (e.g. each cluster: one down keeps the bot ready).
+        self._details = details or {}
         self._cached = cached
         self._ttl = ttl_seconds
         self._ok_until: dict[str, float] = {}
@@ -50,6 +53,16 @@ class Readiness:
                         self._ok_until[name] = time.monotonic() + self._ttl
             except Exception as error:  # noqa: BLE001 (report, don't crash the probe)
                 out[name] = f"{type(error).__name__}: {error}"[:300]
+        return out
+
+    def details(self) -> dict[str, dict[str, str]]:
+        """Each detail's entries ("ok" or what is wrong), or the error that kept it from answering."""
+        out: dict[str, dict[str, str]] = {}
+        for name, detail in self._details.items():
+            try:
+                out[name] = dict(detail())
+            except Exception as error:  # noqa: BLE001 (report, don't crash the probe)
+                out[name] = {"error": f"{type(error).__name__}: {error}"[:300]}
         return out
 
 
@@ -101,7 +114,9 @@ def make_wsgi_app(
         if path == "/readyz":
             results = readiness.results()
             ready = all(value == "ok" for value in results.values())
-            body = json.dumps({"ready": ready, "checks": results, **(details() if details else {})}).encode()
+            body = json.dumps(
+                {"ready": ready, "checks": results, **readiness.details(), **(details() if details else {})}
+            ).encode()
             return respond(
                 start_response, "200 OK" if ready else "503 Service Unavailable", body, "application/json"
             )

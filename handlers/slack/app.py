@@ -6,6 +6,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
@@ -19,8 +20,10 @@ from slack_sdk.http_retry.builtin_handlers import (
     ServerErrorRetryHandler,
 )
 
+from bot.clusters.registry import Clusters
 from bot.config import Settings
 from bot.core import build_core
+from bot.diagnosis.reach import ReachabilityCache
 from bot.evidence import findings
 from bot.evidence.report import Diagnoser
 from bot.schedule.tasks import ensure_daily_prune
@@ -81,21 +84,27 @@ def build_slack_bot(
     clock: Callable[[], datetime] = findings.utcnow,
     engine: sqlalchemy.Engine | None = None,
     metrics: BotMetrics | None = None,
+    clusters: Clusters | None = None,
 ) -> SlackBot:
     """Services over the settings' database, the `/triage` router with every subcommand, every button and
-    modal, the double-click guard. The scheduler is built, not started: `serve` starts it."""
+    modal, the double-click guard. The scheduler is built, not started: `serve` starts it. `clusters` is the
+    registry the diagnoser uses (so both share its snapshot slots); built from the settings when not given."""
     metrics = metrics or BotMetrics()
+    clusters = clusters or Clusters.from_settings(settings)
     client = make_web_client(settings=settings)
     core = build_core(
         settings=settings,
         engine=engine or db.make_engine(url=settings.database_url),
-        diagnoser=None if diagnoser is None else metrics.observing(diagnoser),
+        diagnoser=None if diagnoser is None else metrics.observing(diagnoser, cluster_of=clusters.name_for),
         notifier=SlackNotifier(client=client),
         clock=clock,
         on_task_run=metrics.count_task,
+        clusters=clusters,
     )
+    reachability = ReachabilityCache(clusters=clusters, settings=settings)
     services = Services(
-        core=core, subcommands=commands.registry(), metrics=metrics, diagnoser_label=diagnoser_label
+        core=core, subcommands=commands.registry(), metrics=metrics, diagnoser_label=diagnoser_label,
+        reachability=reachability,
     )
     alerts = alert_intake.build(services=services, client=client)  # None unless TRIAGE_ALERTS_TOKEN is set
     ensure_daily_prune(store=core.tasks, now=clock())  # housekeeping of the exactly-once table
@@ -110,8 +119,16 @@ def build_slack_bot(
         # and 83 of 200 commands never acked, vs p99 ~100 ms and all acked with True).
         process_before_response=True,
         raise_error_for_unhandled_request=False,
+        # Room for every cluster's snapshots and their queue, plus the rest: a slow cluster fills its own
+        # slots (bot/clusters/gate.py), never the threads other clusters' commands run on.
+        listener_executor=ThreadPoolExecutor(max_workers=listener_workers(clusters), thread_name_prefix="triage-work"),
     )
     metrics.watch_open_incidents(core.incidents.open_count_by_severity)
+    metrics.watch_clusters(
+        gates=lambda: [(name, clusters.gate(name).running, clusters.gate(name).waiting, clusters.gate(name).refused)
+                       for name in clusters.names],
+        reachable=lambda: [(item.name, item.reachable) for item in reachability.last()],
+    )
 
     @app.error
     def refuse_malformed(error: Exception) -> BoltResponse:
@@ -130,6 +147,16 @@ def build_slack_bot(
     actions.register(app, services)
     router.register(app, services)
     return SlackBot(app=app, services=services, alerts=alerts)
+
+
+LISTENER_BASE_WORKERS = 8
+LISTENER_MAX_WORKERS = 256
+
+
+def listener_workers(clusters: Clusters) -> int:
+    """Threads for slow work after the ack: each cluster's running and queued snapshots, plus the base."""
+    held = sum(2 * spec.max_snapshots for spec in clusters.specs)
+    return min(LISTENER_MAX_WORKERS, LISTENER_BASE_WORKERS + held)
 
 
 def http_app(bot: SlackBot) -> WSGIApp:
@@ -152,8 +179,14 @@ def http_app(bot: SlackBot) -> WSGIApp:
         if core.settings.scheduler_enabled and not core.scheduler.running:
             raise RuntimeError("scheduler is not running")
 
+    def clusters() -> dict[str, str]:
+        cache = bot.services.reachability
+        statuses = cache.statuses() if cache is not None else []
+        return {item.name: "ok" if item.reachable else item.detail for item in statuses}
+
     readiness = server.Readiness(
-        checks={"database": database, "slack": slack, "scheduler": scheduler}, cached=frozenset({"slack"})
+        checks={"database": database, "slack": slack, "scheduler": scheduler}, cached=frozenset({"slack"}),
+        details={"clusters": clusters},
     )
     # Only a bot that verifies signatures takes Slack's requests over HTTP; without a signing secret
     # (Socket Mode) the request URL accepts nothing, so no unsigned request can act as a user.

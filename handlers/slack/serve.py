@@ -31,6 +31,8 @@ def run(*, port: int | None, host: str, migrate: bool) -> None:
     """Build the bot, serve until SIGTERM/SIGINT, drain, exit 0."""
     from slack_bolt.error import BoltError
 
+    from bot.clusters.registry import Clusters
+    from bot.clusters.spec import ClusterConfigError
     from bot.config import load_settings
     from bot.diagnosis.service import diagnose
     from handlers.ops import logs, shutdown
@@ -48,10 +50,15 @@ def run(*, port: int | None, host: str, migrate: bool) -> None:
             err=True,
         )
         raise typer.Exit(code=2)
+    try:
+        clusters = Clusters.from_settings(settings)  # one registry: its snapshot slots are the process's
+    except ClusterConfigError as error:
+        typer.echo(f"The cluster configuration cannot be used: {error}. `triage-bot clusters` checks it.", err=True)
+        raise typer.Exit(code=2) from None
     if migrate:
         db.upgrade(url=settings.database_url)
     try:
-        bot = build_slack_bot(settings=settings, diagnoser=diagnose)
+        bot = build_slack_bot(settings=settings, diagnoser=diagnose, clusters=clusters)
     except BoltError as error:
         typer.echo(f"Slack refused the bot token ({error}). Check SLACK_BOT_TOKEN and SLACK_API_URL.", err=True)
         raise typer.Exit(code=2) from None

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from bot.config import Settings
 from bot.core import Core
+from bot.diagnosis.reach import ReachabilityCache
 from bot.evidence.report import Diagnoser
 from bot.incidents.service import IncidentService
 from bot.schedule.store import TaskScheduler
@@ -26,6 +27,7 @@ class Services:
     metrics: BotMetrics = dataclasses.field(default_factory=BotMetrics)
     work: WorkTracker = dataclasses.field(default_factory=WorkTracker)
     diagnoser_label: str = ""
+    reachability: ReachabilityCache | None = None  # each cluster's last answer, for /readyz and /metrics
 
     @property
     def settings(self) -> Settings:

@@ -17,9 +17,12 @@ def by_key(session: Session, *, key: str) -> Incident | None:
     return session.exec(select(Incident).where(Incident.key == key)).first()
 
 
-def open_for_workload(session: Session, *, workload_key: str) -> Incident | None:
-    """The one open incident for a workload, if any."""
-    statement = select(Incident).where(Incident.workload_key == workload_key, Incident.status != "resolved")
+def open_for_workload(session: Session, *, workload_key: str, clusters: Sequence[str] = ("",)) -> Incident | None:
+    """The one open incident for a workload on one cluster (named in `clusters`, with "" for incidents
+    opened before clusters had names when it is the default one), if any."""
+    statement = select(Incident).where(
+        Incident.workload_key == workload_key, col(Incident.cluster).in_(list(clusters)), Incident.status != "resolved"
+    )
     return session.exec(statement).first()
 
 

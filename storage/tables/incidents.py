@@ -24,9 +24,10 @@ class Incident(SQLModel, table=True):
 
     __tablename__ = "incident"
     __table_args__ = (
-        # Exactly-once across replicas and Slack retries: at most one open incident per workload.
+        # Exactly-once across replicas and Slack retries: at most one open incident per workload per cluster.
         sqlalchemy.Index(
             "uq_incident_open_workload",
+            "cluster",
             "workload_key",
             unique=True,
             sqlite_where=sqlalchemy.text(OPEN_CONDITION),
@@ -43,6 +44,8 @@ class Incident(SQLModel, table=True):
     target: str = Field(max_length=400)
     target_platform: str = Field(max_length=32)
     workload_key: str = Field(max_length=400, index=True)
+    # The named cluster (bot/clusters); "" for incidents opened before clusters had names (the default one).
+    cluster: str = Field(default="", max_length=64, sa_column_kwargs={"server_default": ""})
     status: str = Field(default="investigating", max_length=32, index=True)
     severity: str | None = Field(default=None, max_length=16)
     verdict_layer: str | None = Field(default=None, max_length=16)

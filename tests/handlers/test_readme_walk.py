@@ -435,6 +435,27 @@ def walk_fabric_probe(w: Walker) -> None:
     assert w.thread(key)[-1]["text"].startswith("Probe (`ibstat`, 30 s cap per node) on gpu-node-03, gpu-node-07")
 
 
+@walk("`/triage config cluster <name>`")
+def walk_config_cluster(w: Walker) -> None:
+    # No cluster list: the single-cluster variables make one Kubernetes (`kubernetes`) and one Slurm (`slurm`).
+    w.command("config cluster kubernetes")
+    assert w.services.incidents.channel_cluster(channel_id=CHANNEL) == "kubernetes"  # stored
+    assert any("set this channel's default cluster to *kubernetes* (was none)" in post["text"] for post in w.roots())
+    w.command("config cluster", user=BOB)
+    shown = w.ephemerals(BOB)[-1]
+    assert "This channel's default cluster: *kubernetes*" in shown and "`slurm` (Slurm)" in shown
+    w.command("config cluster prod-north", user=BOB)  # unknown names are refused with the list
+    assert "There is no cluster `prod-north`" in w.ephemerals(BOB)[-1] and "kubernetes (Kubernetes)" in w.ephemerals(
+        BOB)[-1]
+    assert w.services.incidents.channel_cluster(channel_id=CHANNEL) == "kubernetes"
+    w.monkeypatch.setattr(w.services.core.incidents, "policy", dataclasses.replace(
+        w.services.core.policy, snapshot_allowed=frozenset({ALICE})))  # only users who may run snapshots
+    w.command("config cluster none", user=BOB)
+    assert "snapshot allow-list" in w.ephemerals(BOB)[-1]
+    w.command("config cluster none")
+    assert w.services.incidents.channel_cluster(channel_id=CHANNEL) is None
+
+
 @walk("`/triage help`")
 def walk_help(w: Walker) -> None:
     w.command("help", user=BOB)

@@ -36,4 +36,17 @@ SCENARIOS: dict[str, dict[str, Any]] = {
             },
         },
     },
+    "many-clusters": {
+        "clusters": {
+            "inCluster": "local",
+            "remote": [
+                {"name": "prod-east", "default": True, "kubernetes": {"secretName": "kubeconfig-prod-east",
+                                                                      "context": "east"}},
+                {"name": "prod-west", "maxSnapshots": 2, "bounds": {"deadline_seconds": 30},
+                 "kubernetes": {"secretName": "kubeconfig-prod-west", "key": "config"}},
+                {"name": "slurm-b", "slurm": {"url": "https://slurmrestd.b:6820", "tokenSecretName": "slurm-b-jwt",
+                                              "user": "triage"}},
+            ],
+        },
+    },
 }

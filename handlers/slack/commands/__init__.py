@@ -10,10 +10,10 @@ if TYPE_CHECKING:
 
 def registry() -> dict[str, Subcommand]:
     """Every subcommand, each defined exactly once, in the order `/triage help` lists them."""
-    from handlers.slack.commands import compare, incident, records
+    from handlers.slack.commands import compare, config, incident, records
 
     table: dict[str, Subcommand] = {}
-    for family in (incident, compare, records):
+    for family in (incident, compare, records, config):
         for subcommand in family.SUBCOMMANDS:
             if subcommand.name in table:
                 raise RuntimeError(f"/triage {subcommand.name} is defined twice ({family.__name__})")

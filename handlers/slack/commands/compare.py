@@ -4,8 +4,10 @@ the same core logic the terminal uses (`job <id> compare <healthy>` reuses `comp
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from bot import markup
+from bot.clusters.registry import ClusterError
 from bot.diagnosis import compare as compare_mod
 from bot.diagnosis.collectors import node_probe
 from bot.evidence import redact
@@ -64,7 +66,8 @@ def _run_compare(ctx: CommandContext) -> None:
 def compare_and_post(ctx: CommandContext, *, incident: IncidentView, healthy: Target) -> None:
     """Snapshot the healthy workload, diff it against the incident's latest snapshot, post and record it."""
     services = ctx.services
-    if healthy.workload_key == parse_target(incident.target).workload_key:
+    healthy, same_cluster = _place_healthy(services, incident=incident, healthy=healthy)
+    if same_cluster and healthy.workload_key == parse_target(incident.target).workload_key:
         raise UsageError(f"`{healthy.key}` is this incident's own workload: compare with a healthy sibling.")
     if services.diagnoser is None:
         ctx.post_in_thread(incident, text="No cluster is configured, so no healthy snapshot was taken to compare.")
@@ -119,9 +122,24 @@ def compare_and_post(ctx: CommandContext, *, incident: IncidentView, healthy: Ta
         kind="comparison",
         text=(f"Compared with healthy `{healthy.key}`: {len(differences)} difference(s)"
               + (f"; first: {first.category} {first.key} ({first.failing} vs {first.healthy})" if first else ""))[:4000],
-        data={"healthy": healthy.key, "count": len(differences),
+        data={"healthy": healthy.key, "healthy_cluster": services.core.clusters.name_for(healthy),
+              "count": len(differences),
               "differences": [item.to_dict() for item in differences[:TIMELINE_DIFFERENCES_KEPT]]},
     )
+
+
+def _place_healthy(services: Any, *, incident: IncidentView, healthy: Target) -> tuple[Target, bool]:
+    """The healthy id on its cluster: the one it names, else the incident's own (a sibling in the same or
+    another cluster); and whether that is the incident's cluster."""
+    clusters = services.core.clusters
+    own = incident.cluster or None
+    try:
+        placed = clusters.resolve(healthy, prefer=own)
+    except ClusterError as error:
+        raise UsageError(f"The healthy id names no usable cluster: {error}") from None
+    default = clusters.default_for(parse_target(incident.target).platform)
+    ours = own or (default.name if default is not None else "")
+    return placed, clusters.name_for(placed) == ours
 
 
 def _compare_failed(ctx: CommandContext, *, incident: IncidentView, healthy: Target, reason: str) -> None:
@@ -206,12 +224,29 @@ def _run_fabric(ctx: CommandContext) -> None:
         _probe(ctx, incident=incident, plan=plan)
 
 
+def _probes_refused_on(ctx: CommandContext, *, incident: IncidentView) -> str:
+    """Why the incident's cluster takes no node probe (its entry does not allow them), or ""."""
+    clusters = ctx.services.core.clusters
+    try:
+        spec = clusters.spec_for(ctx.services.incidents.snapshot_target(incident))
+    except ClusterError as error:
+        return str(error)
+    if spec.node_probes:
+        return ""
+    return (f"cluster {spec.name} does not allow node probes: the runner reaches this host's cluster, so a probe "
+            f"runs only where the operator set `node_probes: true` in the cluster's entry.")
+
+
 def _probe(ctx: CommandContext, *, incident: IncidentView, plan: stored_evidence.ProbePlan) -> None:
     """The opt-in `ibstat` on the implicated hosts the workload ran on (per the scheduler's record, never
     per a log line), only through an operator-configured runner, time-capped."""
     settings = ctx.services.settings
     if not ctx.services.core.policy.may_read_cluster(ctx.user_id):
         ctx.post_in_thread(incident, text=markup.format("No probe ran: {}", _refusal(ctx, what="run node probes")))
+        return
+    refused = _probes_refused_on(ctx, incident=incident)
+    if refused:
+        ctx.post_in_thread(incident, text=markup.format("No probe ran: {}", refused))
         return
     try:
         runner = node_probe.runner_for(settings=settings)

@@ -175,3 +175,33 @@ tests/helm/test_rbac_matches_collectors.py checks these against the API calls th
   resources: ["nodeclaims"]
   verbs: ["get", "list", "watch"]
 {{- end }}
+
+{{/* Whether named clusters are configured (clusters.inCluster or clusters.remote). */}}
+{{- define "triage-bot.namedClusters" -}}
+{{- if or .Values.clusters.inCluster .Values.clusters.remote }}true{{- end }}
+{{- end }}
+
+{{/* The TRIAGE_CLUSTERS_FILE document: paths point at the Secret volumes the Deployment mounts. */}}
+{{- define "triage-bot.clustersFile" -}}
+{{- $list := list }}
+{{- with .Values.clusters.inCluster }}
+{{- $list = append $list (dict "name" . "kubernetes" (dict "in_cluster" true)) }}
+{{- end }}
+{{- range .Values.clusters.remote }}
+{{- $entry := dict "name" .name }}
+{{- if .kubernetes }}
+{{- $access := dict "kubeconfig" (printf "/etc/triage/clusters/%s/kubeconfig" .name) }}
+{{- with .kubernetes.context }}{{- $_ := set $access "context" . }}{{- end }}
+{{- $_ := set $entry "kubernetes" $access }}
+{{- else }}
+{{- $access := dict "backend" "rest" "url" .slurm.url "token_file" (printf "/etc/triage/clusters/%s/token" .name) }}
+{{- with .slurm.user }}{{- $_ := set $access "user" . }}{{- end }}
+{{- $_ := set $entry "slurm" $access }}
+{{- end }}
+{{- if .default }}{{- $_ := set $entry "default" true }}{{- end }}
+{{- with .maxSnapshots }}{{- $_ := set $entry "max_snapshots" . }}{{- end }}
+{{- with .bounds }}{{- $_ := set $entry "bounds" . }}{{- end }}
+{{- $list = append $list $entry }}
+{{- end }}
+{{- toYaml (dict "clusters" $list) }}
+{{- end }}

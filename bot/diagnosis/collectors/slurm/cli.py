@@ -41,11 +41,21 @@ class CliBackend:
 
     name = "cli"
 
-    def __init__(self, *, timeout_seconds: float, max_bytes: int) -> None:
+    def __init__(self, *, timeout_seconds: float, max_bytes: int, cluster: str | None = None) -> None:
         self._timeout = timeout_seconds
         self._max_bytes = max_bytes
+        self._cluster = cluster  # `-M <cluster>`: another cluster of this Slurm database
+
+    def _shown(self, command: str) -> str:
+        """The command as a responder would retype it (with `-M <cluster>` when the backend uses one)."""
+        if not self._cluster:
+            return command
+        tool, _, rest = command.partition(" ")
+        return f"{tool} -M {self._cluster} {rest}".rstrip()
 
     def _run(self, argv: list[str]) -> RunResult:
+        if self._cluster and argv[1:] != ["--version"]:
+            argv = [argv[0], "-M", self._cluster, *argv[1:]]
         return run_bounded(
             argv=argv,
             timeout_seconds=self._timeout,
@@ -64,10 +74,27 @@ class CliBackend:
             error=_error(result),
         )
 
+    def ping(self) -> Fetched[str | None]:
+        """`scontrol ping`: whether the controller answers (that cluster's, with `-M`)."""
+        result = self._run(["scontrol", "ping"])
+        up = result.ok and "is UP" in result.stdout
+        return Fetched(data=result.stdout.strip()[:300] if up else None, command=self._shown("scontrol ping"),
+                       excerpt=(result.stdout + result.stderr).strip()[:300],
+                       error="" if up else (_error(result) if not result.ok else result.stdout.strip()[:300]),
+                       timed_out=result.timed_out)
+
+    def private_data(self) -> Fetched[str | None]:
+        """`PrivateData` of `scontrol show config`: what Slurm hides from users who are not operators."""
+        result = self._run(["scontrol", "show", "config"])
+        line = next((line for line in result.stdout.splitlines() if line.strip().startswith("PrivateData")), "")
+        value = line.partition("=")[2].strip() if line else None
+        return Fetched(data=value, command=self._shown("scontrol show config"), excerpt=line.strip(),
+                       error="" if result.ok else _error(result))
+
     def job(self, *, job_id: str) -> Fetched[SlurmJob | None]:
         """`scontrol -d -o show job <id>`; None when the controller does not know the id."""
         result = self._run(["scontrol", "-d", "-o", "show", "job", job_id])
-        shown = f"scontrol show job {job_id}"
+        shown = self._shown(f"scontrol show job {job_id}")
         if not result.ok:
             if any(marker in result.stderr for marker in _NOT_FOUND):
                 return Fetched(data=None, command=shown, excerpt=result.stderr.strip())
@@ -89,7 +116,7 @@ class CliBackend:
     def partition(self, *, name: str) -> Fetched[SlurmPartition | None]:
         """`scontrol -o show partition <name>`."""
         result = self._run(["scontrol", "-o", "show", "partition", name])
-        shown = f"scontrol show partition {name}"
+        shown = self._shown(f"scontrol show partition {name}")
         if not result.ok:
             return Fetched(
                 data=None,
@@ -116,7 +143,7 @@ class CliBackend:
                 counts[key] = counts.get(key, 0) + int(count)
         return Fetched(
             data=counts,
-            command=f"sinfo -p {name} -o '%T %D'",
+            command=self._shown(f"sinfo -p {name} -o '%T %D'"),
             excerpt=result.stdout.strip()[:2000],
             error="" if result.ok else _error(result),
         )
@@ -127,7 +154,7 @@ class CliBackend:
             return Fetched(data=[], command="scontrol show node")
         joined = ",".join(names)
         result = self._run(["scontrol", "-o", "show", "node", joined])
-        shown = f"scontrol show node {joined}"
+        shown = self._shown(f"scontrol show node {joined}")
         nodes = [
             node_from_scontrol(record)
             for record in parse.parse_scontrol_records(result.stdout)
@@ -145,7 +172,7 @@ class CliBackend:
     def steps(self, *, job_id: str) -> Fetched[list[SlurmStep]]:
         """`scontrol -o show step <id>` (live steps only)."""
         result = self._run(["scontrol", "-o", "show", "step", job_id])
-        shown = f"scontrol show step {job_id}"
+        shown = self._shown(f"scontrol show step {job_id}")
         if not result.ok:
             return Fetched(
                 data=[],
@@ -170,7 +197,7 @@ class CliBackend:
         """`sacct -j <id> -P -n --format=...`; `enabled=False` when there is no accounting storage."""
         argv = ["sacct", "-j", job_id, "-P", "-n", "--format=" + ",".join(SACCT_COLUMNS)]
         result = self._run(argv)
-        shown = " ".join(argv)
+        shown = self._shown(" ".join(argv))
         if result.missing:
             return Fetched(
                 data=Accounting(enabled=False, message="sacct is not installed here"), command=shown

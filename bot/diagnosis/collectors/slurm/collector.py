@@ -22,7 +22,8 @@ def make_backend(*, settings: Settings) -> SlurmBackend:
     kind = settings.slurm_backend.strip().lower()
     timeout = settings.bounds.call_timeout_seconds
     if kind == "cli":
-        return CliBackend(timeout_seconds=timeout, max_bytes=_max_bytes(settings.bounds))
+        return CliBackend(timeout_seconds=timeout, max_bytes=_max_bytes(settings.bounds),
+                          cluster=settings.slurm_cluster)
     if kind == "rest":
         if not settings.slurm_rest_url or not settings.slurm_rest_token:
             raise ValueError("TRIAGE_SLURM_BACKEND=rest needs TRIAGE_SLURMRESTD_URL and SLURM_JWT")

@@ -278,7 +278,8 @@ def plan(ctx: SlurmContext) -> Sequence[Stage]:
             steps.append(Step(collector="slurm.steps", run=functools.partial(_read_steps, ctx, job)))
         if job.finished or job.state == "RUNNING":
             steps.append(Step(collector="slurm.accounting", run=functools.partial(_read_accounting, ctx, job)))
-        if ctx.backend.name == "cli":
+        # Another cluster's (`-M`) output paths name files on its hosts, not on this one: never read them here.
+        if ctx.backend.name == "cli" and not ctx.settings.slurm_cluster:
             steps.append(Step(collector="slurm.output", run=functools.partial(_read_output, ctx, job)))
         steps.append(Step(collector="gpu.dcgm", run=functools.partial(_read_dcgm, ctx, job)))
         return steps

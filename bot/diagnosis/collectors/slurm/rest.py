@@ -92,6 +92,19 @@ class RestBackend:
         release = ((data or {}).get("meta", {}).get("Slurm", {}) or {}).get("release")
         return Fetched(data=release, command=shown, error=error)
 
+    def ping(self) -> Fetched[str | None]:
+        """`GET /slurm/<v>/ping`: whether slurmrestd takes the token and its controller answers."""
+        data, shown, error = self._get(f"/slurm/{self._api}/ping")
+        pings = [item for item in (data or {}).get("pings") or [] if isinstance(item, dict)]
+        up = [f"{item.get('hostname')} {item.get('ping')}" for item in pings if str(item.get("ping")).upper() == "UP"]
+        if not error and not up:
+            error = _errors(data or {}) or "the controller did not answer slurmrestd's ping"
+        return Fetched(data=", ".join(up) or None, command=shown, error=error)
+
+    def private_data(self) -> Fetched[str | None]:
+        """slurmrestd does not state PrivateData: reads are what the token's user may see."""
+        return Fetched(data=None, command="", error="")
+
     def job(self, *, job_id: str) -> Fetched[SlurmJob | None]:
         """`GET /slurm/<v>/job/<id>`; None when slurmrestd reports an invalid job id."""
         data, shown, error = self._get(f"/slurm/{self._api}/job/{job_id}")

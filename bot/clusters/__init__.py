@@ -1,0 +1,1 @@
+"""Named clusters: one bot, many Kubernetes contexts and Slurm clusters (spec, registry, snapshot slots)."""
