@@ -3,6 +3,7 @@ means in this channel (stored, so every replica and restart agrees); `config clu
 
 from __future__ import annotations
 
+from bot import markup
 from bot.evidence.targets import CLUSTER_NAME, Platform
 from handlers.slack import replies
 from handlers.slack.router import CommandContext, Subcommand, UsageError, safe_echo
@@ -49,22 +50,25 @@ def _run(ctx: CommandContext) -> None:
         lines = []
         for spec in clusters.specs:
             marked = ", default" if clusters.default_for(spec.platform) is spec and len(clusters.of(spec.platform)) > 1 else ""
-            lines.append(f"• `{spec.name}` ({_kind(spec.platform)}{marked}): {safe_echo(spec.describe(), limit=80)}")
+            lines.append(markup.format("• `{}` ({}{}): {}", spec.name, _kind(spec.platform), marked,
+                                       spec.describe()[:80]))
         ctx.reply_ephemeral(
-            f"This channel's default cluster: *{current or 'none'}*. Ids name a cluster as `<cluster>:<id>` "
-            f"(e.g. `/triage job {clusters.names[0]}:ml/train-llm`); without one they mean the channel's default, "
-            f"else the only (or default) cluster of their kind.\n" + "\n".join(lines))
+            markup.format("This channel's default cluster: *{}*. Ids name a cluster as `{}` (e.g. `/triage job {}`); "
+                          "without one they mean the channel's default, else the only (or default) cluster of their "
+                          "kind.\n", current or "none", "<cluster>:<id>", f"{clusters.names[0]}:ml/train-llm")
+            + markup.join("\n", lines))
         return
     cluster = None if wanted == CLEAR_WORD else wanted
     previous = services.incidents.set_channel_cluster(channel_id=ctx.channel_id, cluster=cluster, actor=ctx.user_id)
     if cluster is None:
-        text = (f"<@{ctx.user_id}> cleared this channel's default cluster (was {previous or 'none'}): ids without "
-                "`<cluster>:` mean the only (or default) cluster of their kind again.")
+        text = markup.format("<@{}> cleared this channel's default cluster (was {}): ids without `{}` mean the only "
+                             "(or default) cluster of their kind again.", ctx.user_id, previous or "none", "<cluster>:")
     else:
         spec = clusters.get(cluster)
-        text = (f"<@{ctx.user_id}> set this channel's default cluster to *{spec.name}* (was {previous or 'none'}): "
-                f"{_kind(spec.platform)} ids without `<cluster>:` now mean {spec.name} here, e.g. "
-                f"`/triage job {'ml/train-llm' if spec.platform is Platform.KUBERNETES else '88123'}`.")
+        example = "ml/train-llm" if spec.platform is Platform.KUBERNETES else "88123"
+        text = markup.format("<@{}> set this channel's default cluster to *{}* (was {}): {} ids without `{}` now mean "
+                             "{} here, e.g. `/triage job {}`.", ctx.user_id, spec.name, previous or "none",
+                             _kind(spec.platform), "<cluster>:", spec.name, example)
     replies.post_message(ctx.client, channel=ctx.channel_id, text=text)
 
 
