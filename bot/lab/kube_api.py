@@ -334,6 +334,7 @@ class KubeApiServer:
         handler = _make_handler(self)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
+        self._httpd.block_on_close = False  # stopping never waits on a client that keeps its connection open
         self._thread: threading.Thread | None = None
 
     @property
