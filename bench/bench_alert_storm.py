@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from bot.lab.demo import minimal_diagnoser
 from bot.lab.slack_api import SlackApiStandIn
-from tests.alerts.payloads import notification, pod_storm
+from tests.bot.alerts.payloads import notification, pod_storm
 from tests.support.slack import lab_settings, make_bot, serving
 
 TOKEN = "bench-alerts-token-0123456789abcdef"

@@ -1,4 +1,4 @@
-# Slurm: a real one-host cluster on loopback (Debian's slurm-wlm 22.05) for tests/collectors/test_slurm*.
+# Slurm: a real one-host cluster on loopback (Debian's slurm-wlm 22.05) for tests/bot/diagnosis/collectors/test_slurm*.
 # Sourced by .ci/run under `set -euo pipefail`: no `exit`, idempotent, daemons started by PID file.
 # Layout: partition `gpu` (default) = localhost with two fake H200 GPUs as GRES, plus two declared but
 # absent nodes (listed BEFORE localhost) that stay DOWN, one drained with an Xid reason, to produce

@@ -1,6 +1,6 @@
 # Prometheus and Alertmanager (Debian bookworm: prometheus 2.42, prometheus-alertmanager 0.25) for the alert
 # intake's live tests. Sourced by .ci/run under `set -euo pipefail`: no `exit`, idempotent.
-# Nothing is started here: tests/alerts/test_alertmanager_live.py and tests/handlers/test_prometheus_scrape.py
+# Nothing is started here: tests/bot/alerts/test_alertmanager_live.py and tests/handlers/ops/test_prometheus_scrape.py
 # start their own processes on ephemeral loopback ports (config written by the test, pointing at a `serve`
 # the test starts) and stop them by PID. Any system service the package may start is left alone.
 _prom_bins() {

@@ -3,9 +3,8 @@ test command proves them too."""
 
 import shutil
 import subprocess
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 
 def test_every_import_contract_is_kept() -> None:

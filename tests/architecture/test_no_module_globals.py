@@ -1,9 +1,9 @@
 """No module-level Slack app, Web API client, database engine or settings: everything is passed in."""
 
 import ast
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
+
 FORBIDDEN_AT_IMPORT = {
     "App",
     "WebClient",

@@ -1,9 +1,8 @@
 """SECURITY.md names the test that proves each promise: every test file it names exists."""
 
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 
 def test_every_test_named_in_security_md_exists() -> None:

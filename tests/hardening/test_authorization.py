@@ -15,7 +15,7 @@ from bot.evidence.report import SnapshotReport
 from bot.evidence.targets import Target
 from bot.lab.demo import minimal_diagnoser
 from tests.hardening.conftest import FaultySlackApi, running_bot
-from tests.records.conftest import FakeClock
+from tests.bot.records.conftest import FakeClock
 from tests.support.slack import BotUnderTest, lab_settings, make_bot, serving, shown
 
 

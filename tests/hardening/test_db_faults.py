@@ -25,10 +25,9 @@ from bot.incidents.service import SNAPSHOT_INTERRUPTED, IncidentService
 from storage import db
 from tests.hardening.conftest import FaultySlackApi, running_bot
 from tests.hardening.tcp_proxy import TcpProxy
+from tests.support.paths import ROOT
 from tests.support.postgres import fresh_postgres_database
 from tests.support.serve_process import start_serve
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _count(engine: sqlalchemy.Engine, table: str) -> int:

@@ -21,8 +21,8 @@ import pytest
 from bot.config import SnapshotBounds
 from bot.diagnosis.collectors.kube.calls import Caller, build_api_client
 from bot.diagnosis.engine import Budget, CollectorFailure, DeadlineExceeded
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PODS = 20_000
 LOG_BYTES = 64 * 1024 * 1024
 MEMORY_CEILING = 48 * 1024 * 1024  # what one bounded call may hold at its peak (caps are 8 MiB and 16 KiB)

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from bot.config import Settings
 from handlers.main import typer_app
 from tests.hardening.conftest import FaultySlackApi
+from tests.support.paths import ROOT
 from tests.support.slack import (
     BotUnderTest,
     interaction_body,
@@ -27,7 +28,6 @@ from tests.support.slack import (
     slash_body,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 HOSTILE_CONTROLS = "\x1b[2J\x1b]0;pwned\x07 \u202egnp.exe\x07"
 
 

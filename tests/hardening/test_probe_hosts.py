@@ -18,9 +18,9 @@ from bot.evidence.report import SnapshotReport
 from bot.evidence.targets import Target
 from bot.lab.demo import minimal_diagnoser
 from tests.hardening.conftest import FaultySlackApi, running_bot
+from tests.support.paths import FIXTURES
 from tests.support.slack import BotUnderTest, shown
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 IBSTAT = next(FIXTURES.rglob("ibstat-*.txt"))
 
 

@@ -12,7 +12,9 @@ from typing import Any
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
+
+REPO_ROOT = ROOT
 CHART_DIR = REPO_ROOT / "helm" / "triage-bot"
 RELEASE = "triage"
 NAMESPACE = "ops"
