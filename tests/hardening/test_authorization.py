@@ -14,8 +14,8 @@ from bot.config import Settings
 from bot.evidence.report import SnapshotReport
 from bot.evidence.targets import Target
 from bot.lab.demo import minimal_diagnoser
-from tests.hardening.conftest import FaultySlackApi, running_bot
 from tests.bot.records.conftest import FakeClock
+from tests.hardening.conftest import FaultySlackApi, running_bot
 from tests.support.slack import BotUnderTest, lab_settings, make_bot, serving, shown
 
 

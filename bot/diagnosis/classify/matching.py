@@ -6,7 +6,7 @@ import dataclasses
 import enum
 from typing import Any
 
-from bot.diagnosis.classify import catalogue
+from bot.diagnosis.classify import catalogue, prefilter
 from bot.evidence import findings
 
 # Field values that carry human text worth searching alongside `Observation.text`.
@@ -41,10 +41,14 @@ MATCH_HEAD_CHARS = 6144
 MATCH_TAIL_CHARS = 2048
 
 
-def _window(text: str) -> str:
+def window(text: str) -> str:
+    """The bounded head and tail of a line that regex rules read (the whole line when it is short)."""
     if len(text) <= MATCH_HEAD_CHARS + MATCH_TAIL_CHARS:
         return text
     return f"{text[:MATCH_HEAD_CHARS]} … {text[-MATCH_TAIL_CHARS:]}"
+
+
+_window = window
 
 
 def searchable_text(*, observation: findings.Observation) -> str:
@@ -104,6 +108,11 @@ def _structured_holds(*, alternative: catalogue.Structured, observation: finding
     return all(_condition_holds(condition=item, fields=observation.fields) for item in alternative.fields)
 
 
+def structured_match(*, rule: catalogue.Rule, observation: findings.Observation) -> bool:
+    """Whether any of the rule's structured alternatives (kind and fields) holds for the observation."""
+    return any(_structured_holds(alternative=item, observation=observation) for item in rule.structured)
+
+
 def match_rule(
     *, rule: catalogue.Rule, observation: findings.Observation, text: str | None = None
 ) -> Match | None:
@@ -117,6 +126,17 @@ def match_rule(
     return None
 
 
+def _strongest(matches: list[Match]) -> tuple[Match, ...]:
+    """The highest-priority match picks the layer; that layer's specific matches stay (fallbacks if none)."""
+    if not matches:
+        return ()
+    matches.sort(key=lambda item: (-item.rule.priority, item.rule.is_symptom, item.rule.id))
+    layer = matches[0].rule.layer
+    same_layer = [match for match in matches if match.rule.layer is layer]
+    specific = [match for match in same_layer if not match.rule.fallback]
+    return tuple(specific or same_layer)
+
+
 def best_matches(
     *, rules: tuple[catalogue.Rule, ...], observation: findings.Observation
 ) -> tuple[Match, ...]:
@@ -126,15 +146,39 @@ def best_matches(
     serialization error outranks a generic exit code); other matches in that same layer stay, so a
     FailedScheduling message naming both capacity and taints yields both findings. `fallback` rules
     (the un-itemised catch-alls) only stand when nothing more specific in their layer matched.
+    Rules are found through `prefilter` (structured rules by kind, regexes by their literals): the same
+    answer as `full_scan`, which tests compare it with.
     """
+    index = prefilter.for_rules(rules)
+    on_fields = {
+        number
+        for number in index.structured_candidates(kind=observation.kind)
+        if structured_match(rule=rules[number], observation=observation)
+    }
+    numbers = on_fields | index.text.hits(text=searchable_text(observation=observation))
+    return tuple(
+        Match(
+            rule=rules[number],
+            observation=observation,
+            matched_on=MatchedOn.FIELDS if number in on_fields else MatchedOn.TEXT,
+        )
+        for number in strongest(rules=rules, index=index, numbers=numbers)
+    )
+
+
+def strongest(*, rules: tuple[catalogue.Rule, ...], index: prefilter.RuleIndex, numbers: set[int]) -> list[int]:
+    """`_strongest` on rule numbers, so only the matches that stand are ever built."""
+    if not numbers:
+        return []
+    ordered = sorted(numbers, key=index.order.__getitem__)
+    layer = rules[ordered[0]].layer
+    same_layer = [number for number in ordered if rules[number].layer is layer]
+    return [number for number in same_layer if not rules[number].fallback] or same_layer
+
+
+def full_scan(*, rules: tuple[catalogue.Rule, ...], observation: findings.Observation) -> tuple[Match, ...]:
+    """`best_matches` the plain way (every rule, every whole regex): the reference the prefilter is tested on."""
     text = searchable_text(observation=observation)
-    matches = [
-        match for rule in rules if (match := match_rule(rule=rule, observation=observation, text=text))
-    ]
-    if not matches:
-        return ()
-    matches.sort(key=lambda item: (-item.rule.priority, item.rule.is_symptom, item.rule.id))
-    layer = matches[0].rule.layer
-    same_layer = [match for match in matches if match.rule.layer is layer]
-    specific = [match for match in same_layer if not match.rule.fallback]
-    return tuple(specific or same_layer)
+    return _strongest(
+        [match for rule in rules if (match := match_rule(rule=rule, observation=observation, text=text))]
+    )
