@@ -106,7 +106,9 @@ def test_lab_serve_prints_a_kubeconfig_that_works_until_interrupted(tmp_path: Pa
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
         [sys.executable, "-c", "from handlers.main import main; main()", "lab", "serve", "nccl-ib",
-         "--kubeconfig-out", str(tmp_path / "kc")], stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+         "--kubeconfig-out", str(tmp_path / "kc")], stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+        # Ctrl-C as a terminal sends it, even when this suite runs as a background job (which ignores SIGINT).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert process.stdout is not None
         first = process.stdout.readline()
