@@ -102,13 +102,17 @@ def test_lab_list_names_every_scenario() -> None:
     assert [line.split()[0] for line in out.splitlines()] == [*scenarios.SCENARIOS, *node_scenarios.NODE_SCENARIOS]
 
 
+INTERRUPTIBLE_MAIN = (
+    "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); from handlers.main import main; main()"
+)
+
+
 def test_lab_serve_prints_a_kubeconfig_that_works_until_interrupted(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
-        [sys.executable, "-c", "from handlers.main import main; main()", "lab", "serve", "nccl-ib",
-         "--kubeconfig-out", str(tmp_path / "kc")], stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT,
-        # Ctrl-C as a terminal sends it, even when this suite runs as a background job (which ignores SIGINT).
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        # Ctrl-C acts as in a terminal even when this suite runs as a background job (which ignores SIGINT).
+        [sys.executable, "-c", INTERRUPTIBLE_MAIN, "lab", "serve", "nccl-ib",
+         "--kubeconfig-out", str(tmp_path / "kc")], stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     try:
         assert process.stdout is not None
         first = process.stdout.readline()
