@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("handlers.slack.serve", "Run the Slack bot (HTTP, or Socket Mode with SLACK_APP_TOKEN)."),
     "manifest": ("handlers.slack.manifest", "Print the Slack app manifest (YAML) to create the app."),
     "triage": ("handlers.cli.triage", "Bounded diagnostic snapshots of one workload, Slurm job or node."),
-    "classify": ("handlers.cli.classify", "Classify evidence lines from stdin: layer, rule, scope, next step."),
+    "classify": ("handlers.cli.classify", "Classify stdin lines: rules, then the learned model (`classify train` rebuilds it)."),
     "fabric": ("handlers.cli.fabric", "NCCL/InfiniBand scope from logs, and opt-in bounded fabric probes."),
     "clusters": ("handlers.cli.clusters", "Named clusters: reachability and what the bot may read there."),
     "export": ("handlers.cli.export", "Print an incident's postmortem or handoff; write its evidence bundle."),

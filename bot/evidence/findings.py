@@ -115,6 +115,15 @@ class Evidence:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class LabelledExample:
+    """A labelled corpus line a learned finding cites as its evidence (text, its layer, its tool family)."""
+
+    text: str
+    layer: str | None
+    family: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Finding:
     """One diagnosis: which layer, which rule fired, what proves it, what to run next."""
 
@@ -130,6 +139,10 @@ class Finding:
     scope_nodes: tuple[str, ...] = ()
     current: bool = True
     resolved_by: str = ""
+    # Set only when no rule explained the evidence and the learned model named the layer.
+    learned: bool = False
+    confidence: float | None = None
+    nearest: tuple[LabelledExample, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; `next_step` is published as `next` in the stable schema."""

@@ -5,11 +5,12 @@ from __future__ import annotations
 import enum
 import json
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from bot.diagnosis import classify
+from bot.diagnosis.classify import hybrid
 
 
 class OutputFormat(enum.StrEnum):
@@ -19,35 +20,53 @@ class OutputFormat(enum.StrEnum):
     JSON = "json"
 
 
+def _nearest_column(result: hybrid.Result) -> str:
+    """The learned answer's evidence in one column: the nearest labelled lines, their layer and family."""
+    return " | ".join(
+        f"{item.layer or 'null'} ({item.family}): {' '.join(item.text.split())[:80]}" for item in result.nearest
+    )
+
+
 def render_line(*, text: str, output: OutputFormat) -> str:
-    """One classified line in the chosen format; `layer` is null (or '-') when unknown."""
-    result = classify.classify_line(text)
+    """One classified line in the chosen format; `layer` is null (or '-') when unknown.
+
+    A learned answer (no rule matched) says so: JSON adds `learned`, `confidence` and `nearest`; the text
+    format shows `learned:<confidence>` as the rule and the nearest labelled lines in a fifth column.
+    """
+    result = hybrid.classify_text(text)
     if output is OutputFormat.JSON:
         data = result.to_dict()
-        return json.dumps(
-            {
-                "text": text,
-                "layer": data["layer"],
-                "rule": data["rule"],
-                "scope": data["scope"],
-                "next": data["next"],
-            }
-        )
+        row = {key: data[key] for key in ("layer", "rule", "scope", "next")}
+        if result.learned:
+            row.update(learned=True, confidence=data["confidence"], nearest=data["nearest"])
+        elif result.weak_rule:
+            row.update(weak_rule=True)
+        return json.dumps({"text": text, **row})
     layer = result.layer.value if result.layer else "-"
     scope = result.scope.value if result.scope else "-"
+    if result.learned:
+        return f"{layer}\tlearned:{result.confidence:.2f}\t{scope}\t{result.next}\t{_nearest_column(result)}"
     return f"{layer}\t{result.rule or '-'}\t{scope}\t{result.next or '-'}"
 
 
 def register(app: typer.Typer) -> None:
-    """Attach the classify subcommand."""
+    """Attach the classify command (stdin lines) and its `train` subcommand (rebuild the learned model)."""
+    group = typer.Typer(invoke_without_command=True, no_args_is_help=False, add_completion=False)
 
-    @app.command("classify")
+    @group.callback()
     def classify_command(
+        ctx: typer.Context,
         output: Annotated[
             OutputFormat, typer.Option("--format", help="text (tab-separated) or json lines")
         ] = OutputFormat.TEXT,
     ) -> None:
-        """Classify evidence lines from stdin: layer, rule, scope and the next command, one per line."""
+        """Classify evidence lines from stdin: layer, rule, scope and the next command, one per line.
+
+        Rules answer first; a line no rule explains may get a learned layer, marked learned, with its
+        calibrated confidence and the nearest labelled lines. `classify train` rebuilds that model.
+        """
+        if ctx.invoked_subcommand is not None:
+            return
         if sys.stdin.isatty():
             typer.echo(
                 "classify reads evidence lines on stdin, e.g.: kubectl get events -A | triage-bot classify",
@@ -59,3 +78,18 @@ def register(app: typer.Typer) -> None:
             if not line.strip():
                 continue
             typer.echo(render_line(text=line, output=output))
+
+    @group.command("train")
+    def train_command(
+        output: Annotated[Path | None, typer.Option("--output", help="artifact path (default: the packaged "
+                                                                         "model.npz)")] = None,
+        corpus_dir: Annotated[Path | None, typer.Option("--corpus", help="corpus folder (default: "
+                                                                          "tests/corpus)")] = None,
+    ) -> None:
+        """Retrain the learned model from the labelled corpus, reproducibly (needs scikit-learn)."""
+        from bot.diagnosis.classify import train
+
+        argv = [*(["--output", str(output)] if output else []), *(["--corpus", str(corpus_dir)] if corpus_dir else [])]
+        raise typer.Exit(code=train.main(argv))
+
+    app.add_typer(group, name="classify")

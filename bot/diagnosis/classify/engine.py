@@ -31,6 +31,8 @@ HEALTH_KIND = "target_health"
 # Whole log tails repeat the log lines the collectors already picked out: they only add rules nothing else hit.
 LATE_KINDS = frozenset({"log_tail"})
 _SCOPE_HINT_KIND = "fabric_scope"
+# Log and free-text lines no rule matched go to the learned model even when no trouble word flags them.
+LINE_KINDS = frozenset({"log_line", "text"})
 # Status summaries (pod Ready=False, Job failed=1) are consequences once any finding explains the target.
 STATUS_KINDS = frozenset({"pod_condition", "pod_phase", "workload_status", "workload_condition"})
 # "0/16 nodes are available: 12 Insufficient nvidia.com/gpu, 4 node(s) didn't match ..." -> per-reason counts.
@@ -320,8 +322,30 @@ def _no_current_failure(
     return findings.Verdict(layer=None, confidence=0.0, summary=". ".join(parts) + ".")
 
 
+def _learned_verdict(*, learned: Sequence[findings.Finding]) -> findings.Verdict:
+    """A layer from learned findings alone: the calibrated probability is the confidence (so it reaches
+    CONFIDENT only when held-out calibration supports it), halved in part by a competing learned layer."""
+    top = learned[0]
+    confidence = top.confidence or 0.0
+    if len(learned) > 1:
+        confidence *= 1 - 0.5 * (learned[1].confidence or 0.0) / max(confidence, 1e-9)
+    example = top.nearest[0] if top.nearest else None
+    like = f"; nearest labelled line ({example.family}, {example.layer}): {_one_line(example.text, limit=100)}" \
+        if example else ""
+    others = ", ".join(f"{item.layer.value if item.layer else '-'} ({item.confidence:.0%})" for item in learned[1:])
+    competing = f"; competing learned layers: {others}" if others else ""
+    return findings.Verdict(
+        layer=top.layer,
+        confidence=round(confidence, 2),
+        summary=f"{top.layer.value if top.layer else '-'}: learned from evidence no rule explains "
+                f"({top.confidence:.0%} calibrated){like}{competing}",
+        scope=top.scope,
+    )
+
+
 def _verdict(
-    *, scored: list[_Scored], unexplained: int, health: findings.Observation | None = None
+    *, scored: list[_Scored], unexplained: int, health: findings.Observation | None = None,
+    learned: Sequence[findings.Finding] = (),
 ) -> findings.Verdict:
     """One layer from the strongest current, unexplained-by-anything evidence; None when nothing explains it.
 
@@ -339,6 +363,8 @@ def _verdict(
     if not roots:
         history = [item for item in scored if not item.finding.current]
         failing = health is not None and health.fields.get("healthy") is False
+        if learned and (failing or not history):
+            return _learned_verdict(learned=learned)
         if history and not failing:
             return _no_current_failure(scored=scored, health=health, unexplained=unexplained)
         detail = (
@@ -386,6 +412,7 @@ def diagnose_observations(
     grouped: dict[str, list[matching.Match]] = collections.defaultdict(list)
     rule_by_id = {rule.id: rule for rule in active_rules}
     unexplained: list[findings.Observation] = []
+    quiet: list[findings.Observation] = []
     relevant = [obs for obs in observations if obs.kind not in IGNORED_KINDS and obs.kind != _SCOPE_HINT_KIND]
     for obs in (item for item in relevant if item.kind not in LATE_KINDS):
         matches = matching.best_matches(rules=active_rules, observation=obs)
@@ -393,6 +420,8 @@ def diagnose_observations(
             grouped[match.rule.id].append(match)
         if not matches and obs.current and anomaly.looks_abnormal(observation=obs):
             unexplained.append(obs)
+        elif not matches and obs.current and obs.kind in LINE_KINDS:
+            quiet.append(obs)
     seen_rules = set(grouped)
     for obs in (item for item in relevant if item.kind in LATE_KINDS):
         for match in matching.best_matches(rules=active_rules, observation=obs):
@@ -411,11 +440,33 @@ def diagnose_observations(
     )
     if scored:
         unexplained = [obs for obs in unexplained if obs.kind not in STATUS_KINDS]
+    learned = _learned(unexplained=[*unexplained, *quiet], relevant=relevant, rules=rules)
     return report.Diagnosis(
-        verdict=_verdict(scored=scored, unexplained=len(unexplained), health=_health(observations)),
-        findings=tuple(item.finding for item in scored),
+        verdict=_verdict(scored=scored, unexplained=len(unexplained), health=_health(observations),
+                         learned=learned),
+        findings=tuple(item.finding for item in scored) + tuple(learned),
         unexplained=tuple(unexplained),
     )
+
+
+def _learned(
+    *, unexplained: Sequence[findings.Observation], relevant: Sequence[findings.Observation],
+    rules: tuple[catalogue.Rule, ...] | None,
+) -> list[findings.Finding]:
+    """Learned findings for evidence no rule explains (unexplained observations, abnormal log-tail lines).
+
+    Only with the packaged catalogue: a caller passing its own rules is testing rules alone. Nothing is
+    loaded (numpy, the model) unless some current line is left unexplained.
+    """
+    if rules is not None:
+        return []
+    tails = [obs for obs in relevant if obs.kind in LATE_KINDS and obs.current and obs.text]
+    if not unexplained and not tails:
+        return []
+    from bot.diagnosis.classify import hybrid
+
+    pairs = hybrid.unexplained_lines(unexplained=unexplained, tails=tails)
+    return hybrid.learned_findings(pairs=pairs)
 
 
 def load() -> tuple[catalogue.Rule, ...]:

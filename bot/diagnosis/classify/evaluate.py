@@ -1,0 +1,245 @@
+"""Honest evaluation: leave-one-family-out for the hybrid (rules first, then the learned model).
+
+For each family F the learned model is trained without F, and every rule whose `derived_from` lists only F
+is switched off, then F's lines are scored. Per family: accuracy (the right layer; for a null line,
+abstaining is right), abstained, and confidently wrong (a layer given that is wrong); the overall figure
+is the mean over families. The in-sample corpus score (full rules, model trained on everything) is
+reported beside it and proves little on its own.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import itertools
+import re
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from bot.diagnosis.classify import catalogue, corpus, hybrid, learned, lines
+
+LEARNED_PRECISION = 0.9
+THRESHOLDS = tuple(round(value, 2) for value in np.arange(0.30, 0.96, 0.01))
+
+
+@functools.cache
+def derived_from() -> dict[str, frozenset[str]]:
+    """Rule id -> the corpus families its lines were written from (raw YAML: the catalogue does not keep it)."""
+    text = resources.files("bot.diagnosis.classify").joinpath("rules.yaml").read_text(encoding="utf-8")
+    documents = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    missing = [str(item["id"]) for item in documents if "derived_from" not in item]
+    if missing:
+        raise catalogue.CatalogueError(f"rules without derived_from (list the families read to write them): {missing}")
+    return {str(item["id"]): frozenset(item["derived_from"] or ()) for item in documents}
+
+
+def rules_without(*, family: str | None) -> tuple[catalogue.Rule, ...]:
+    """The catalogue minus rules derived only from `family` (all of it when family is None)."""
+    sources = derived_from()
+    return tuple(
+        rule for rule in catalogue.load_rules()
+        if family is None or sources.get(rule.id, frozenset()) != frozenset({family})
+    )
+
+
+def rule_layers(*, rows: Sequence[corpus.Row], held_out: bool) -> list[str | None]:
+    """The rule path's decisive layer per line (None: no rule, or only symptoms), honest per family when held_out."""
+    by_family: dict[str, tuple[catalogue.Rule, ...]] = {}
+    found = []
+    for row in rows:
+        key = row.family if held_out else ""
+        if key not in by_family:
+            by_family[key] = rules_without(family=row.family if held_out else None)
+        result = lines.classify_line(row.text, rules=by_family[key])
+        found.append(result.layer.value if result.layer and hybrid.decisive(result) else None)
+    return found
+
+
+def decide(*, rule_layer: str | None, probabilities: np.ndarray, threshold: float) -> tuple[str | None, bool]:
+    """Hybrid decision for one line: (layer or None, whether the learned model gave it)."""
+    if rule_layer is not None:
+        return rule_layer, False
+    klass = int(probabilities.argmax())
+    if klass == learned.NULL_CLASS or probabilities[klass] < threshold:
+        return None, False
+    return learned.CLASSES[klass], True
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FamilyScore:
+    """One family's figures (fractions of its lines)."""
+
+    family: str
+    lines: int
+    accuracy: float
+    abstained: float
+    confidently_wrong: float
+    by_rules: float
+    by_model: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Score:
+    """Per-family figures and their means (the headline) plus line-weighted figures for reference."""
+
+    families: tuple[FamilyScore, ...]
+    accuracy: float
+    abstained: float
+    confidently_wrong: float
+    line_accuracy: float
+    line_confidently_wrong: float
+    threshold: float
+
+
+def score(
+    *, rows: Sequence[corpus.Row], rule_found: Sequence[str | None], probabilities: np.ndarray, threshold: float
+) -> Score:
+    """Per-family accuracy, abstentions and confidently-wrong for one set of decisions."""
+    tallies: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for row, rule_layer, probs in zip(rows, rule_found, probabilities, strict=True):
+        layer, by_model = decide(rule_layer=rule_layer, probabilities=probs, threshold=threshold)
+        tally = tallies[row.family]
+        tally["lines"] += 1
+        tally["right"] += layer == row.layer
+        tally["abstained"] += layer is None
+        tally["wrong"] += layer is not None and layer != row.layer
+        tally["rules"] += rule_layer is not None
+        tally["model"] += by_model
+    families = tuple(
+        FamilyScore(
+            family=family, lines=tally["lines"], accuracy=tally["right"] / tally["lines"],
+            abstained=tally["abstained"] / tally["lines"], confidently_wrong=tally["wrong"] / tally["lines"],
+            by_rules=tally["rules"] / tally["lines"], by_model=tally["model"] / tally["lines"],
+        )
+        for family, tally in sorted(tallies.items())
+    )
+    total = sum(item.lines for item in families)
+    return Score(
+        families=families,
+        accuracy=float(np.mean([item.accuracy for item in families])),
+        abstained=float(np.mean([item.abstained for item in families])),
+        confidently_wrong=float(np.mean([item.confidently_wrong for item in families])),
+        line_accuracy=sum(item.accuracy * item.lines for item in families) / total,
+        line_confidently_wrong=sum(item.confidently_wrong * item.lines for item in families) / total,
+        threshold=threshold,
+    )
+
+
+def learned_precision(
+    *, rows: Sequence[corpus.Row], rule_found: Sequence[str | None], probabilities: np.ndarray, threshold: float
+) -> tuple[float, int]:
+    """Of the lines the learned model answers (no rule did), the fraction it gets right, and how many."""
+    answered = right = 0
+    for row, rule_layer, probs in zip(rows, rule_found, probabilities, strict=True):
+        layer, by_model = decide(rule_layer=rule_layer, probabilities=probs, threshold=threshold)
+        answered += by_model
+        right += by_model and layer == row.layer
+    return (right / answered if answered else 1.0), answered
+
+
+def choose_threshold(*, rows: Sequence[corpus.Row], probabilities: np.ndarray) -> float:
+    """On held-out families only: the lowest threshold at which learned answers are right LEARNED_PRECISION
+    of the time (a wrong layer costs a responder more than an abstention)."""
+    rule_found = rule_layers(rows=rows, held_out=True)
+    for value in THRESHOLDS:
+        precision, answered = learned_precision(rows=rows, rule_found=rule_found, probabilities=probabilities,
+                                                threshold=value)
+        if answered and precision >= LEARNED_PRECISION:
+            return value
+    return THRESHOLDS[-1]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Evaluation:
+    """Leave-one-family-out and in-sample scores, plus the held-out calibration table."""
+
+    held_out: Score
+    in_sample: Score
+    reliability: tuple[tuple[float, float, int], ...]
+    rules_only_held_out: Score
+
+
+def reliability(*, probabilities: np.ndarray, y: np.ndarray, bins: int = 5) -> tuple[tuple[float, float, int], ...]:
+    """Held-out (mean top probability, accuracy, lines) per probability bin: calibration at a glance."""
+    top = probabilities.max(axis=1)
+    right = probabilities.argmax(axis=1) == y
+    edges = np.linspace(top.min(initial=0.0), 1.0, bins + 1)
+    table = []
+    for low, high in itertools.pairwise(edges):
+        inside = (top >= low) & ((top < high) | (high == 1.0))
+        if inside.any():
+            table.append((float(top[inside].mean()), float(right[inside].mean()), int(inside.sum())))
+    return tuple(table)
+
+
+def run(*, rows: Sequence[corpus.Row] | None = None) -> Evaluation:
+    """Leave-one-family-out with the artifact's calibration and threshold method, retraining per family."""
+    from bot.diagnosis.classify import train
+
+    rows = list(corpus.load() if rows is None else rows)
+    texts = [" ".join(row.text.split()) for row in rows]
+    space = train.feature_space(texts=texts)
+    y = train.labels(rows)
+    held_logits = train.out_of_family_logits(rows=rows, space=space)
+    scale = train.temperature(logits=held_logits, y=y)
+    held_probabilities = learned.softmax(held_logits / scale)
+    threshold = choose_threshold(rows=rows, probabilities=held_probabilities)
+    rule_held = rule_layers(rows=rows, held_out=True)
+    model = learned.model()
+    in_probabilities = model.probabilities(texts)
+    never = np.zeros((len(rows), len(learned.CLASSES)))
+    never[:, learned.NULL_CLASS] = 1.0
+    return Evaluation(
+        held_out=score(rows=rows, rule_found=rule_held, probabilities=held_probabilities, threshold=threshold),
+        in_sample=score(rows=rows, rule_found=rule_layers(rows=rows, held_out=False),
+                        probabilities=in_probabilities, threshold=model.threshold),
+        reliability=reliability(probabilities=held_probabilities, y=y),
+        rules_only_held_out=score(rows=rows, rule_found=rule_held, probabilities=never, threshold=threshold),
+    )
+
+
+def _markdown(*, evaluation: Evaluation, lines_total: int) -> dict[str, list[str]]:
+    """docs/classification.md's figure blocks (headline, per-family table, calibration) as Markdown lines."""
+    held, inside, rules_only = evaluation.held_out, evaluation.in_sample, evaluation.rules_only_held_out
+    headline = ["| | accuracy | abstained | confidently wrong |", "|---|---:|---:|---:|"]
+    for title, figures in (("Hybrid, held-out family (LOFO, the headline)", held),
+                           ("Rules alone, held-out family", rules_only),
+                           ("Hybrid, in-sample corpus (full rules, model trained on everything)", inside)):
+        headline.append(f"| {title} | {figures.accuracy:.1%} | {figures.abstained:.1%} |"
+                        f" {figures.confidently_wrong:.1%} |")
+    headline += ["", (
+        f"{lines_total:,} lines, {len(held.families)} families, threshold {held.threshold:.2f}. Line-weighted"
+        f" held-out: accuracy {held.line_accuracy:.1%}, confidently wrong {held.line_confidently_wrong:.1%};"
+        f" in-sample line-weighted accuracy {inside.line_accuracy:.1%}. The learned model adds"
+        f" {100 * (held.accuracy - rules_only.accuracy):.1f} points of held-out accuracy over rules alone for"
+        f" {100 * (held.confidently_wrong - rules_only.confidently_wrong):.1f} points of confidently wrong.")]
+    families = ["| family | lines | accuracy | abstained | confidently wrong | by rules | by model |",
+                "|---|---:|---:|---:|---:|---:|---:|"]
+    for item in sorted(held.families, key=lambda family: (family.accuracy, family.family)):
+        families.append(f"| {item.family} | {item.lines} | {item.accuracy:.0%} | {item.abstained:.0%} |"
+                        f" {item.confidently_wrong:.0%} | {item.by_rules:.0%} | {item.by_model:.0%} |")
+    calibration = ["  | mean top probability | accuracy | lines |", "  |---:|---:|---:|"]
+    calibration += [f"  | {mean:.2f} | {right:.2f} | {count} |" for mean, right, count in evaluation.reliability]
+    return {"headline": headline, "families": families, "reliability": calibration}
+
+
+def update_docs(*, path: Path) -> Evaluation:
+    """Re-measure and rewrite the figure blocks between `<!-- figures:NAME -->` markers in `path`."""
+    rows = corpus.load()
+    evaluation = run(rows=rows)
+    text = path.read_text(encoding="utf-8")
+    for name, body in _markdown(evaluation=evaluation, lines_total=len(rows)).items():
+        pattern = re.compile(rf"([ ]*<!-- figures:{name} -->\n).*?([ ]*<!-- /figures:{name} -->)", re.DOTALL)
+        text = pattern.sub(lambda found, body=body: found.group(1) + "\n".join(body) + "\n" + found.group(2), text)
+    path.write_text(text, encoding="utf-8")
+    return evaluation
+
+
+if __name__ == "__main__":
+    # python -m bot.diagnosis.classify.evaluate   -> refreshes docs/classification.md's figures
+    update_docs(path=Path(__file__).resolve().parents[3] / "docs" / "classification.md")

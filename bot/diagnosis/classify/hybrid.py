@@ -1,0 +1,214 @@
+"""Rules first, then the learned model for lines no rule explains: one answer per line, saying which gave it.
+
+A rule's answer is precise and carries its own next step. When no rule matches, the learned model (numpy
+only, loaded on the first line that needs it) may name a layer: the result says `learned`, its calibrated
+confidence, the three nearest labelled corpus lines as evidence, and the one next step of that layer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from bot.diagnosis.classify import anomaly, engine, lines
+from bot.evidence import findings
+
+if TYPE_CHECKING:
+    from bot.diagnosis.classify import learned
+
+# One short next step per layer, for answers no rule carries a command for.
+NEXT_BY_LAYER: dict[findings.Layer, str] = {
+    findings.Layer.SCHEDULER: (
+        "kubectl describe pod <pod> | sed -n '/Events/,$p'   # or: squeue -j <job> -o '%r'; read the placement"
+        " refusal (capacity, quota, taint, partition) and change the request or the queue"
+    ),
+    findings.Layer.RUNTIME: (
+        "kubectl describe node <node>; nvidia-smi -q on that node   # the node, GPU, driver or container"
+        " runtime that ran it: check it before touching the job"
+    ),
+    findings.Layer.FABRIC: (
+        "ibstat / fi_info -p efa / rerun with NCCL_DEBUG=INFO on the nodes named   # the links, NICs or"
+        " storage path between nodes"
+    ),
+    findings.Layer.WORKFLOW: (
+        "kubectl get <workload> -o yaml   # or the job script: the image, model files, code, arguments or"
+        " parallelism settings the line names"
+    ),
+}
+
+
+Nearest = findings.LabelledExample
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Result:
+    """Per line: the layer (None: abstain), the rule or `learned`, scope, next step, and for learned answers
+    the calibrated confidence and nearest labelled examples."""
+
+    layer: findings.Layer | None
+    rule: str | None
+    scope: findings.Scope | None
+    next: str
+    title: str = ""
+    learned: bool = False
+    confidence: float | None = None
+    nearest: tuple[Nearest, ...] = ()
+    weak_rule: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form; `layer` is null when unknown."""
+        return findings._plain(self)
+
+
+@functools.cache
+def _model() -> learned.Model | None:
+    """The learned model, or None when the artifact is not installed (then rules alone answer)."""
+    from bot.diagnosis.classify import learned
+
+    try:
+        return learned.model()
+    except FileNotFoundError:
+        return None
+
+
+@functools.cache
+def _weak_rules() -> frozenset[str]:
+    """Ids of rules that do not decide a line alone: symptoms (a consequence whose layer other evidence
+    decides) and fallbacks (un-itemised catch-alls such as any `NCCL WARN` or any Xid)."""
+    return frozenset(rule.id for rule in engine.load() if rule.is_symptom or rule.fallback)
+
+
+def decisive(result: lines.LineResult) -> bool:
+    """Does the rule answer decide the line's layer? Not when every rule it matched is weak.
+
+    A symptom (`Back-off restarting failed container`, `connection refused`) names a consequence, and a
+    catch-all says only which tool complained; the labelling guide gives such a line no layer on its own
+    unless its words say more. The learned model (whose null class learned what undecidable lines look
+    like) decides those; when it abstains, the rule and its next step are still shown, with no layer.
+    """
+    if result.rule is None:
+        return False
+    weak = _weak_rules()
+    return not (result.rule in weak and all(rule in weak for rule in result.also))
+
+
+def _from_rules(result: lines.LineResult) -> Result:
+    return Result(layer=result.layer, rule=result.rule, scope=result.scope, next=result.next, title=result.title)
+
+
+def _weak_only(result: lines.LineResult) -> Result:
+    return Result(layer=None, rule=result.rule, scope=None, next=result.next,
+                  title=f"{result.title} (a symptom or catch-all: the line alone does not decide the layer)",
+                  weak_rule=True)
+
+
+def _from_model(prediction: learned.Prediction) -> Result:
+    if prediction.layer is None:
+        return Result(layer=None, rule=None, scope=None, next="")
+    layer = findings.Layer(prediction.layer)
+    return Result(
+        layer=layer,
+        rule=None,
+        scope=findings.Scope.WORKLOAD if layer is findings.Layer.WORKFLOW else None,
+        next=NEXT_BY_LAYER[layer],
+        title=f"Learned: reads like a {layer.value} problem ({prediction.probability:.0%}); no rule matched",
+        learned=True,
+        confidence=prediction.probability,
+        nearest=tuple(Nearest(text=item.text, layer=item.layer, family=item.family)
+                      for item in prediction.nearest),
+    )
+
+
+def classify_texts(texts: Sequence[str]) -> list[Result]:
+    """Many lines at once: rules per line, then one vectorised learned pass over the lines they left."""
+    empty = Result(layer=None, rule=None, scope=None, next="")
+    results: list[Result] = []
+    unexplained: list[int] = []
+    for index, (text, found) in enumerate(zip(texts, lines.classify_lines(texts), strict=True)):
+        if decisive(found):
+            results.append(_from_rules(found))
+            continue
+        results.append(_weak_only(found) if found.rule else empty)
+        if text.strip():
+            unexplained.append(index)
+    model = _model() if unexplained else None
+    if model is not None:
+        predictions = model.predict([texts[index] for index in unexplained])
+        for index, prediction in zip(unexplained, predictions, strict=True):
+            if prediction.layer is not None:
+                results[index] = _from_model(prediction)
+    return results
+
+
+def classify_text(text: str) -> Result:
+    """One line: the rule's answer, else the learned model's (or an abstention)."""
+    return classify_texts([text])[0]
+
+
+# The learned pass over a snapshot is bounded: at most this many unexplained lines are scored.
+MAX_LEARNED_LINES = 64
+_LEARNED_SEVERITY = findings.Severity.LOW
+
+
+def unexplained_lines(
+    *, unexplained: Sequence[findings.Observation], tails: Sequence[findings.Observation]
+) -> list[tuple[findings.Observation, str]]:
+    """(observation, line) pairs no rule explains: unexplained observations' text, then abnormal log-tail lines."""
+    pairs: list[tuple[findings.Observation, str]] = []
+    seen: set[str] = set()
+    for obs in unexplained:
+        text = " ".join(obs.text.split())
+        if text and text not in seen:
+            seen.add(text)
+            pairs.append((obs, text))
+    for obs in tails:
+        for raw in obs.text.splitlines():
+            text = " ".join(raw.split())
+            if len(pairs) >= MAX_LEARNED_LINES:
+                return pairs
+            if not text or text in seen:
+                continue
+            seen.add(text)
+            if anomaly.looks_abnormal(observation=lines.text_observation(text=text)) and \
+                    lines.classify_line(text).layer is None:
+                pairs.append((obs, text))
+    return pairs[:MAX_LEARNED_LINES]
+
+
+def learned_findings(*, pairs: Sequence[tuple[findings.Observation, str]]) -> list[findings.Finding]:
+    """One learned finding per layer the model names for lines no rule explains (strongest first)."""
+    model = _model() if pairs else None
+    if model is None:
+        return []
+    predictions = model.predict([text for _obs, text in pairs])
+    by_layer: dict[str, list[tuple[findings.Observation, str, learned.Prediction]]] = {}
+    for (obs, text), prediction in zip(pairs, predictions, strict=True):
+        if prediction.layer is not None:
+            by_layer.setdefault(prediction.layer, []).append((obs, text, prediction))
+    found = []
+    for name, items in by_layer.items():
+        items.sort(key=lambda item: -item[2].probability)
+        layer = findings.Layer(name)
+        obs, text, best = items[0]
+        count = f" ({len(items)} lines)" if len(items) > 1 else ""
+        found.append(findings.Finding(
+            layer=layer,
+            rule=f"learned.{layer.value}",
+            severity=_LEARNED_SEVERITY,
+            summary=f"Learned, no rule matched: reads like {layer.value} ({best.probability:.0%}){count}: "
+                    f"{text[:200]}",
+            evidence=tuple(
+                findings.Evidence(source=item_obs.source, command=item_obs.command, excerpt=item_text[:4000],
+                                  observed_at=item_obs.observed_at, observed=item_text[:200])
+                for item_obs, item_text, _prediction in items[:20]
+            ),
+            next_step=NEXT_BY_LAYER[layer],
+            scope=findings.Scope.WORKLOAD if layer is findings.Layer.WORKFLOW else None,
+            subject=obs.subject,
+            learned=True,
+            confidence=best.probability,
+            nearest=tuple(Nearest(text=item.text, layer=item.layer, family=item.family) for item in best.nearest),
+        ))
+    return sorted(found, key=lambda item: -(item.confidence or 0.0))

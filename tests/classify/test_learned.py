@@ -1,0 +1,196 @@
+"""The learned path: what a learned answer carries, when it abstains, what it imports, and its artifact."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from bot.diagnosis.classify import corpus, hybrid, learned
+from bot.diagnosis.classify.lines import text_observation
+from bot.evidence import findings
+from handlers.main import typer_app
+from tests.support.paths import ROOT
+
+# No rule names this vLLM configuration check; the corpus holds its siblings from other models.
+LEARNED_LINE = "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (3)."
+RULE_LINE = "0/8 nodes are available: 8 Insufficient nvidia.com/gpu."
+
+
+def test_a_line_no_rule_explains_gets_a_learned_layer_with_three_nearest_examples_and_the_layer_next_step() -> None:
+    result = hybrid.classify_text(LEARNED_LINE)
+    assert result.learned is True and result.rule is None
+    assert result.layer is findings.Layer.WORKFLOW
+    assert result.confidence is not None and result.confidence >= learned.model().threshold
+    assert len(result.nearest) == 3
+    assert all(item.text and item.family and item.layer in (*corpus.LAYERS, None) for item in result.nearest)
+    assert result.next == hybrid.NEXT_BY_LAYER[findings.Layer.WORKFLOW]
+
+
+def test_a_line_a_rule_explains_keeps_the_rule_and_is_not_marked_learned() -> None:
+    result = hybrid.classify_text(RULE_LINE)
+    assert result.rule == "scheduler.k8s.insufficient-resources"
+    assert result.learned is False and result.confidence is None and result.nearest == ()
+
+
+def test_a_prediction_below_the_threshold_abstains() -> None:
+    strict = dataclasses.replace(learned.model(), threshold=0.999)
+    prediction = strict.predict([LEARNED_LINE])[0]
+    assert prediction.probability < 0.999
+    assert prediction.layer is None
+
+
+def test_every_learned_layer_on_the_corpus_is_at_or_above_the_threshold_and_never_the_null_class() -> None:
+    model = learned.model()
+    texts = [row.text for row in corpus.load()][:400]
+    for prediction in model.predict(texts, with_nearest=False):
+        if prediction.layer is not None:
+            assert prediction.probability >= model.threshold
+            assert prediction.layer != "null"
+
+
+def test_batch_and_single_line_answers_agree() -> None:
+    texts = [LEARNED_LINE, RULE_LINE, "the weather is nice today", "Xid 79 on gpu 3"]
+    assert hybrid.classify_texts(texts) == [hybrid.classify_text(text) for text in texts]
+
+
+def test_inference_imports_neither_scikit_learn_nor_scipy_and_rule_lines_not_even_numpy() -> None:
+    script = (
+        "import sys\n"
+        "from bot.diagnosis.classify import hybrid\n"
+        f"hybrid.classify_text({RULE_LINE!r})\n"
+        "assert 'numpy' not in sys.modules, 'a rule line loaded numpy'\n"
+        f"assert hybrid.classify_text({LEARNED_LINE!r}).learned\n"
+        "assert not [name for name in sys.modules if name.startswith(('sklearn', 'scipy'))]\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_packaged_model_was_trained_on_the_corpus_as_it_is_now() -> None:
+    model = learned.model()
+    rows = corpus.load()
+    assert model.corpus_hash == corpus.fingerprint(rows=rows), (
+        "the corpus changed since model.npz was built: run `triage-bot classify train`"
+    )
+    assert len(model.examples) == len(rows)
+
+
+def test_numpy_inference_reproduces_the_logits_training_computed() -> None:
+    model = learned.model()
+    texts = [example.text for example in model.examples[: len(model.check_logits)]]
+    np.testing.assert_allclose(model.logits(texts), model.check_logits, atol=1e-3)
+
+
+def _write_small_corpus(folder: Path) -> None:
+    source = "https://github.com/example/project/issues/1"
+    lines = {
+        "alpha": [("0/4 nodes are available: 4 Insufficient nvidia.com/gpu", "scheduler"),
+                  ("NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus", "runtime"),
+                  ("NCCL WARN NET/IB : Got completion from peer with error 12", "fabric"),
+                  ("manifest unknown: manifest tagged by v9 is not found", "workflow"),
+                  ("Back-off restarting failed container", None)],
+        "beta": [("pod didn't trigger scale-up: 2 Insufficient nvidia.com/gpu", "scheduler"),
+                 ("Xid 48: uncorrectable double-bit ECC error on GPU 2", "runtime"),
+                 ("NET/IB : Got async event : port error on mlx5_0", "fabric"),
+                 ("pull access denied for private/image, repository does not exist", "workflow"),
+                 ("exit code 1", None)],
+    }
+    (folder / "field").mkdir(parents=True)
+    for family, rows in lines.items():
+        (folder / "field" / f"{family}.jsonl").write_text("".join(
+            json.dumps({"text": text, "layer": layer, "family": family, "source": source}) + "\n"
+            for text, layer in rows), encoding="utf-8")
+
+
+def test_the_train_command_rebuilds_the_artifact_byte_for_byte(tmp_path: Path) -> None:
+    _write_small_corpus(tmp_path / "corpus")
+    outputs = [tmp_path / "first.npz", tmp_path / "second.npz"]
+    for output in outputs:
+        result = CliRunner().invoke(
+            typer_app(), ["classify", "train", "--corpus", str(tmp_path / "corpus"), "--output", str(output)]
+        )
+        assert result.exit_code == 0, result.output
+        assert "trained on 10 lines from 2 families" in result.output
+    assert outputs[0].read_bytes() == outputs[1].read_bytes()
+    model = learned.read(path=outputs[0])
+    assert len(model.examples) == 10 and 0.0 < model.threshold <= 1.0
+
+
+def test_a_bad_corpus_row_is_refused_naming_its_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "field").mkdir()
+    good = {"text": "Xid 79", "layer": "runtime", "family": "xid", "source": "https://example.org/xid"}
+    bad = {**good, "layer": "network"}
+    (tmp_path / "field" / "xid.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(corpus.CorpusError, match=r"xid\.jsonl:2: layer"):
+        corpus.load(directory=tmp_path)
+    (tmp_path / "field" / "xid.jsonl").write_text(json.dumps({**good, "source": "http://example.org"}) + "\n")
+    with pytest.raises(corpus.CorpusError, match=r"xid\.jsonl:1: source must be an https"):
+        corpus.load(directory=tmp_path)
+    (tmp_path / "field" / "xid.jsonl").write_text(json.dumps({**good, "family": ""}) + "\n")
+    with pytest.raises(corpus.CorpusError, match=r"xid\.jsonl:1: family"):
+        corpus.load(directory=tmp_path)
+
+
+def test_every_corpus_row_is_valid_and_tagged_with_its_family() -> None:
+    rows = corpus.load()
+    assert all(row.family for row in rows)
+    assert len({row.family for row in rows}) >= 20
+
+
+def _log(text: str) -> findings.Observation:
+    return dataclasses.replace(text_observation(text=text), kind="log_line", subject="pod/ml/trainer-0")
+
+
+def test_a_learned_finding_is_marked_learned_weighs_less_and_never_overrides_a_rule_verdict() -> None:
+    from bot.diagnosis.classify import diagnose_observations
+
+    diagnosis = diagnose_observations([_log(LEARNED_LINE), _log(RULE_LINE)])
+    assert diagnosis.verdict.layer is findings.Layer.SCHEDULER
+    learned_found = [item for item in diagnosis.findings if item.learned]
+    assert [item.layer for item in learned_found] == [findings.Layer.WORKFLOW]
+    finding = learned_found[0]
+    assert finding.rule == "learned.workflow" and finding.severity is findings.Severity.LOW
+    assert len(finding.nearest) == 3 and finding.confidence is not None
+    assert finding.next_step == hybrid.NEXT_BY_LAYER[findings.Layer.WORKFLOW]
+    assert diagnosis.findings[-1] is finding
+    assert finding.to_dict()["learned"] is True
+
+
+def test_a_verdict_from_learned_findings_alone_takes_the_calibrated_probability_as_its_confidence() -> None:
+    from bot.diagnosis.classify import diagnose_observations
+
+    diagnosis = diagnose_observations([_log(LEARNED_LINE)])
+    finding = next(item for item in diagnosis.findings if item.learned)
+    assert diagnosis.verdict.layer is findings.Layer.WORKFLOW
+    assert diagnosis.verdict.confidence == round(finding.confidence, 2)
+    assert "learned" in diagnosis.verdict.summary
+
+
+def test_a_log_tail_line_no_rule_explains_is_classified_by_the_learned_model() -> None:
+    from bot.diagnosis.classify import diagnose_observations
+
+    tail = dataclasses.replace(text_observation(text=f"step 10 loss 2.31\n{LEARNED_LINE}\ndone"), kind="log_tail")
+    diagnosis = diagnose_observations([tail])
+    assert [item.rule for item in diagnosis.findings if item.learned] == ["learned.workflow"]
+
+
+def test_a_caller_passing_its_own_rules_gets_rules_alone() -> None:
+    from bot.diagnosis.classify import diagnose_observations, engine
+
+    diagnosis = diagnose_observations([_log(LEARNED_LINE)], rules=engine.load())
+    assert not [item for item in diagnosis.findings if item.learned]
+    assert diagnosis.verdict.layer is None
+
+
+def test_a_line_only_a_symptom_or_catch_all_rule_matches_gets_no_layer_from_it_but_keeps_its_next_step() -> None:
+    result = hybrid.classify_text("Back-off restarting failed container")
+    assert result.rule == "runtime.crashloop" and result.weak_rule is True
+    assert result.layer is None or result.learned
+    assert result.next
