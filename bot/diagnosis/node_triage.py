@@ -159,7 +159,7 @@ class _Facts:
         listed = [obs.subject for obs in observations if obs.kind == "node_workload"]
         failing_stack = tuple(sorted({obs.subject.removeprefix("pod/") for obs in observations
                                       if obs.kind == "container_state" and _container_failing(obs)}))
-        gpu_fault = any(rule.startswith(("runtime.gpu", "runtime.dcgm", "fabric.nvlink")) for rule in rules) or bool(xids)
+        gpu_fault = any(rule.startswith(("runtime.gpu", "runtime.dcgm", "runtime.nvlink")) for rule in rules) or bool(xids)
         not_ready = "runtime.node-not-ready" in rules or str(fields.get("full_state", "")).find("NOT_RESPONDING") >= 0
         reason = (diagnosis.verdict.summary.split(":", 1)[-1].strip() if diagnosis.verdict.layer else "")
         return cls(

@@ -1,4 +1,5 @@
-"""The classifier agrees with the labelled real-world corpus on at least 95% of lines."""
+"""The classifier a responder uses (rules first, then the learned model) agrees with the older labelled corpus on at
+least 95% of lines; docs/classification.md measures the whole corpus, held out by family."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import collections
 
 import pytest
 
-from bot.diagnosis.classify import classify_line
+from bot.diagnosis.classify.hybrid import classify_text
 from tests.classify.corpus import CORPUS, SECOND_SET, load_corpus
 
 REQUIRED_ACCURACY = 0.95
@@ -26,7 +27,7 @@ def test_layer_accuracy_on_the_corpus_is_at_least_95_percent(path) -> None:
     corpus = load_corpus(path=path)
     wrong = []
     for item in corpus:
-        result = classify_line(item.text)
+        result = classify_text(item.text)
         got = result.layer.value if result.layer else None
         if got != item.layer:
             wrong.append(f"want {item.layer} got {got} ({result.rule}): {item.text[:100]}")
@@ -36,12 +37,12 @@ def test_layer_accuracy_on_the_corpus_is_at_least_95_percent(path) -> None:
 
 def test_lines_labelled_unknown_never_get_a_guessed_layer() -> None:
     items = load_corpus() + load_corpus(path=SECOND_SET)
-    guessed = [item.text for item in items if item.layer is None and classify_line(item.text).layer]
+    guessed = [item.text for item in items if item.layer is None and classify_text(item.text).layer]
     assert guessed == []
 
 
 def test_every_classified_line_names_its_rule_and_a_next_step() -> None:
     for item in load_corpus():
-        result = classify_line(item.text)
+        result = classify_text(item.text)
         if result.layer is not None:
-            assert result.rule and result.next, item.text
+            assert (result.rule or result.learned) and result.next, item.text

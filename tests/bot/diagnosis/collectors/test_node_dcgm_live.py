@@ -92,7 +92,7 @@ def test_a_node_snapshot_reads_xid_ecc_and_nvlink_from_prometheus_and_names_them
     xid = next(item for item in report.observations if item.kind == "gpu_xid" and item.source == "gpu")
     assert (xid.fields["xid"], xid.fields["gpu_index"], xid.fields["uuid"]) == (79, "3", "GPU-5c1e0e5a")
     rules = {item.rule for item in report.findings}
-    assert {"runtime.gpu-ecc", "fabric.nvlink", "runtime.gpu-lost"} <= rules
+    assert {"runtime.gpu-ecc", "runtime.nvlink", "runtime.gpu-lost"} <= rules
     steps = next(item for item in report.findings if item.rule == "node.next-steps")
     assert "Xid 79" in steps.next_step or any("Xid 79" in item.excerpt for item in steps.evidence)
 
