@@ -1,7 +1,7 @@
 """Classifier benchmark: layer accuracy per layer, confusion matrix, and throughput on the labelled corpus.
 
 Run: PYTHONPATH=. python3 bench/bench_classify.py [--repeat N]
-Prints figures only; the >= 95% accuracy gate lives in tests/classify/test_corpus_accuracy.py.
+Prints figures only; the >= 95% accuracy gate lives in tests/bot/diagnosis/classify/test_corpus_accuracy.py.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ ASCII letters. A line is folded once, its 4-grams are intersected with the liter
 the alternatives whose literals are present run their own (small) regex; an alternative that is nothing but
 its literals needs no regex at all. A regex that cannot be split safely (backreferences, verbose mode) is kept
 whole, gated by its own literals, and one with no literal at all runs on every line.
-`tests/classify/test_prefilter.py` checks every verdict against the plain full scan.
+`tests/bot/diagnosis/classify/test_prefilter.py` checks every verdict against the plain full scan.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 from bot.diagnosis.classify import diagnose_observations
 from bot.evidence import findings, report
 from handlers.slack.blocks import findings as findings_blocks
-from tests.classify.observations import AT, observation
+from tests.bot.diagnosis.classify.observations import AT, observation
 
 TRT = "[TRT] [E] 4: [runtime.cpp::deserializeCudaEngine::50] Error Code 4: Internal Error (Engine deserialization failed.)"
 

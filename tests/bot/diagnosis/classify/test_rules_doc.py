@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from bot.diagnosis.classify import catalogue, docs
+from tests.support.paths import ROOT
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
+DOC = ROOT / "docs" / "rules.md"
 
 
 def test_the_committed_rules_doc_equals_the_generated_one() -> None:

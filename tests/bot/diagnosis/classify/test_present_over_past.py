@@ -6,7 +6,7 @@ import dataclasses
 
 from bot.diagnosis.classify import CONFIDENT, diagnose_observations
 from bot.evidence import findings
-from tests.classify.observations import observation
+from tests.bot.diagnosis.classify.observations import observation
 
 SCHEDULING = ("0/16 nodes are available: 4 node(s) didn't match Pod's node affinity/selector, "
               "12 Insufficient nvidia.com/gpu.")

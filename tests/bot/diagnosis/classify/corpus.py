@@ -6,7 +6,9 @@ import dataclasses
 import json
 from pathlib import Path
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "messages.jsonl"
+from tests.support.paths import CORPUS as CORPUS_DIR
+
+CORPUS = CORPUS_DIR / "messages.jsonl"
 SECOND_SET = CORPUS.with_name("holdout.jsonl")
 LAYERS = ("scheduler", "runtime", "workflow", "fabric", None)
 

@@ -6,7 +6,6 @@ import json
 import re
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -14,8 +13,9 @@ from hypothesis import strategies as st
 
 from bot.diagnosis.classify import catalogue, lines, matching, prefilter
 from bot.evidence import findings
+from tests.support.paths import CORPUS
 
-CORPUS_DIR = Path(__file__).resolve().parents[1] / "corpus"
+CORPUS_DIR = CORPUS
 RULES = catalogue.load_rules()
 INDEX = prefilter.for_rules(RULES)
 NEEDLES = sorted({needle for item in INDEX.text.alternatives for needle in item.needles})

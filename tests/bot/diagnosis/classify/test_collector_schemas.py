@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.diagnosis.classify import CONFIDENT, diagnose_observations
 from bot.evidence import findings
-from tests.classify.observations import observation
+from tests.bot.diagnosis.classify.observations import observation
 
 LAYER = findings.Layer
 

@@ -65,7 +65,7 @@ def test_duplicate_ids_are_rejected() -> None:
 
 def test_field_conditions_compare_numbers_and_values() -> None:
     from bot.diagnosis.classify import matching
-    from tests.classify.observations import observation
+    from tests.bot.diagnosis.classify.observations import observation
 
     [rule] = catalogue.parse_rules(
         documents=[_raw(match={"kind": ["fabric_probe"], "fields": {"ratio": {"lt": 0.8}, "path": ["a-b"]}})]

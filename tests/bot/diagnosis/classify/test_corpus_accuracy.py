@@ -8,7 +8,7 @@ import collections
 import pytest
 
 from bot.diagnosis.classify.hybrid import classify_text
-from tests.classify.corpus import CORPUS, SECOND_SET, load_corpus
+from tests.bot.diagnosis.classify.corpus import CORPUS, SECOND_SET, load_corpus
 
 REQUIRED_ACCURACY = 0.95
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.diagnosis.classify import diagnose_observations
 from bot.evidence import findings
-from tests.classify.observations import observation
+from tests.bot.diagnosis.classify.observations import observation
 
 LINE = "{host}:48213:48291 [2] NCCL WARN NET/IB : Got completion from peer {peer}<52431> with status=12 hca mlx5_2"
 
