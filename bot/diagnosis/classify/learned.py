@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bot.evidence import findings
+
 CLASSES = ("scheduler", "runtime", "fabric", "workflow", "null")
 NULL_CLASS = CLASSES.index("null")
 CHAR_SIZES = (3, 4, 5)
@@ -120,22 +122,13 @@ def weigh(
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Example:
-    """A labelled corpus line shown as evidence for a learned layer."""
-
-    text: str
-    layer: str | None
-    family: str
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class Prediction:
     """Calibrated class probabilities for one line, and the layer they give (None = abstain)."""
 
     layer: str | None
     probability: float
     probabilities: dict[str, float]
-    nearest: tuple[Example, ...] = ()
+    nearest: tuple[findings.LabelledExample, ...] = ()
 
 
 def _strings(blob: np.ndarray) -> list[str]:
@@ -155,7 +148,7 @@ class Model:
     temperature: float
     threshold: float
     corpus_hash: str
-    examples: tuple[Example, ...]
+    examples: tuple[findings.LabelledExample, ...]
     neighbour_indptr: np.ndarray
     neighbour_rows: np.ndarray
     neighbour_values: np.ndarray
@@ -188,20 +181,20 @@ class Model:
         """Calibrated probabilities: softmax of the logits divided by the fitted temperature."""
         return softmax(self.logits(texts) / self.temperature)
 
-    def nearest(self, texts: Sequence[str], *, k: int = 3) -> list[tuple[Example, ...]]:
+    def nearest(self, texts: Sequence[str], *, k: int = 3) -> list[tuple[findings.LabelledExample, ...]]:
         """The k labelled examples closest to each line (cosine over the word block)."""
         return self._nearest(self.features(texts), n_rows=len(texts), k=k)
 
     def _nearest(
         self, features: tuple[np.ndarray, np.ndarray, np.ndarray], *, n_rows: int, k: int = 3
-    ) -> list[tuple[Example, ...]]:
+    ) -> list[tuple[findings.LabelledExample, ...]]:
         rows, cols, values = features
         words_only = cols < self.words_width
         rows, cols, values = rows[words_only], cols[words_only], values[words_only]
         starts = self.neighbour_indptr[cols]
         spans = self.neighbour_indptr[cols + 1] - starts
         total = int(spans.sum())
-        result: list[tuple[Example, ...]] = [() for _ in range(n_rows)]
+        result: list[tuple[findings.LabelledExample, ...]] = [() for _ in range(n_rows)]
         if total == 0:
             return result
         offsets = np.repeat(np.cumsum(spans) - spans, spans)
@@ -253,7 +246,7 @@ def read(*, path: Path = MODEL_PATH) -> Model:
     words_list = _strings(arrays["word_vocab"])
     layers = [None if index == NULL_CLASS else CLASSES[index] for index in arrays["example_layers"].tolist()]
     examples = tuple(
-        Example(text=text, layer=layer, family=family)
+        findings.LabelledExample(text=text, layer=layer, family=family)
         for text, layer, family in zip(_strings(arrays["example_texts"]), layers,
                                        _strings(arrays["example_families"]), strict=True)
     )
