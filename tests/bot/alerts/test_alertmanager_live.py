@@ -124,8 +124,12 @@ def test_alertmanager_alerts_open_one_incident_per_target_get_a_snapshot_and_res
         roots = [call for call in slack_stand_in.calls_to("chat.postMessage") if "thread_ts" not in call.params]
         assert len(roots) == 2
         assert any("DCGMXidErrors" in json.dumps(call.params) for call in roots)
-        assert any("runtime.gpu-lost" in json.dumps(call.params) and call.params.get("thread_ts") == node.thread_ts
-                   for call in slack_stand_in.calls_to("chat.postMessage"))
+
+        def findings_posted() -> bool:  # the snapshot is stored before its findings are posted in the thread
+            return any("runtime.gpu-lost" in json.dumps(call.params) and call.params.get("thread_ts") == node.thread_ts
+                       for call in slack_stand_in.calls_to("chat.postMessage"))
+
+        _wait(findings_posted, what="the node's findings in its incident thread")
 
         _post_alerts(alertmanager, _alerts(ends=datetime.now(UTC) - timedelta(seconds=5)))
 
