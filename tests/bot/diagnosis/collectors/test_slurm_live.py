@@ -260,9 +260,10 @@ def test_a_failed_job_reports_its_exit_code_and_the_step_that_failed(
     job_id = submit(wrap="srun -n1 true; srun -n1 false; exit 2")
     wait_for(job_id, states={"FAILED", "COMPLETED"})
     stop = time.monotonic() + 30
-    while True:  # slurmdbd records the job a moment after it ends
+    while True:  # slurmdbd records the job a moment after it ends, and each step's end a moment after its start
         reports, by_kind, _ = _triage(job_id, backend)
-        if len(by_kind.get("slurm_step", [])) >= 3 or time.monotonic() > stop:
+        steps = by_kind.get("slurm_step", [])
+        if (len(steps) >= 3 and any(step.fields["failing"] for step in steps)) or time.monotonic() > stop:
             break
         time.sleep(0.5)
     job = by_kind["slurm_job"][0].fields
