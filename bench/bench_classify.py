@@ -29,8 +29,9 @@ def _load(path: Path) -> list[dict]:
 
 def _report(*, title: str, rows: list[dict]) -> None:
     confusion: dict[tuple[str | None, str | None], int] = collections.Counter()
-    for row in rows:
-        result = classify_line(row["text"])
+    from bot.diagnosis.classify import hybrid
+
+    for result, row in zip(hybrid.classify_texts([row["text"] for row in rows]), rows, strict=True):
         confusion[(row["layer"], result.layer.value if result.layer else None)] += 1
     total = len(rows)
     right = sum(count for (want, got), count in confusion.items() if want == got)
@@ -143,7 +144,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="corpus repetitions for the throughput run")
     args = parser.parse_args()
     corpus = _load(CORPUS_DIR / "messages.jsonl")
-    _report(title="corpus (messages.jsonl, used to write the rules)", rows=corpus)
+    _report(title="corpus (messages.jsonl, used to write the rules; rules then the learned model, in sample)", rows=corpus)
     holdout_path = CORPUS_DIR / "holdout.jsonl"
     if holdout_path.exists():
         _report(
