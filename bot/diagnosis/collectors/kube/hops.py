@@ -9,6 +9,7 @@ from typing import Any
 
 from bot.diagnosis.collectors.kube import events as kube_events
 from bot.diagnosis.collectors.kube import nodes as kube_nodes
+from bot.diagnosis.collectors.kube import pods as kube_pods
 from bot.diagnosis.collectors.kube.calls import GroupNotServed, ObjectNotFound, observation, to_wire
 from bot.diagnosis.collectors.kube.context import KubeContext
 from bot.diagnosis.engine import Sink
@@ -19,20 +20,6 @@ NODECLAIM_VERSIONS = ("v1", "v1beta1")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # In a shared namespace such as kube-system only NVIDIA's components count.
 _GPU_COMPONENT = re.compile(r"nvidia|gpu|dcgm|mig-manager|device-plugin", re.IGNORECASE)
-
-
-def expected_gpus(pod: dict[str, Any]) -> int:
-    """GPUs the pod asks for (sum over its regular containers' requests or limits)."""
-    total = 0
-    for container in (pod.get("spec") or {}).get("containers") or []:
-        resources = container.get("resources") or {}
-        value = (resources.get("requests") or {}).get("nvidia.com/gpu") or (resources.get("limits") or {}).get(
-            "nvidia.com/gpu")
-        try:
-            total += int(str(value or 0))
-        except ValueError:
-            continue
-    return total
 
 
 def plan_pending_hops(ctx: KubeContext) -> list[tuple[str, str, int]]:
@@ -48,7 +35,7 @@ def plan_pending_hops(ctx: KubeContext) -> list[tuple[str, str, int]]:
         candidates += [(item, f"Karpenter nominated pending pod {name} for {item}")
                        for item in ctx.nominations.get(name, [])]
         for target, why in candidates:
-            hops.setdefault(target, (why, expected_gpus(pod)))
+            hops.setdefault(target, (why, kube_pods.gpus_requested(pod)))
     # A claim and the node it registered as are one place: keep the claim (it names the node) first.
     ordered = sorted(hops.items(), key=lambda item: not item[0].startswith("nodeclaim/"))
     return [(target, why, gpus) for target, (why, gpus) in ordered[:MAX_HOP_NODES]]

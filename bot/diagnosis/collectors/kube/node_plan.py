@@ -186,19 +186,6 @@ def _stack_observation(pod: dict[str, Any]) -> Any:
                 "restarts": sum(int(item.get("restartCount") or 0) for item in statuses)})
 
 
-def _gpus_requested(pod: dict[str, Any]) -> int:
-    total = 0
-    for container in (pod.get("spec") or {}).get("containers") or []:
-        resources = container.get("resources") or {}
-        value = (resources.get("requests") or {}).get("nvidia.com/gpu") or (resources.get("limits") or {}).get(
-            "nvidia.com/gpu")
-        try:
-            total += int(str(value or 0))
-        except ValueError:
-            continue
-    return total
-
-
 def workload_of(pod: dict[str, Any]) -> tuple[str, str]:
     """(kind, name) of the workload a pod belongs to: training labels first, then its controller."""
     meta = pod.get("metadata") or {}
@@ -230,7 +217,7 @@ def _observe_blast_radius(ctx: NodeContext, pods: list[dict[str, Any]], sink: Si
         entry = grouped.setdefault((meta["namespace"], kind, name), {
             "namespace": meta["namespace"], "kind": kind, "name": name, "pods": [], "gpus": 0, "phases": {}})
         entry["pods"].append(meta["name"])
-        entry["gpus"] += _gpus_requested(pod)
+        entry["gpus"] += kube_pods.gpus_requested(pod)
         phase = status.get("phase") or "Unknown"
         entry["phases"][phase] = entry["phases"].get(phase, 0) + 1
     ranked = sorted(grouped.values(), key=lambda item: (-item["gpus"], item["namespace"], item["name"]))

@@ -238,3 +238,17 @@ def _observe_spec(container: dict[str, Any], *, role: str, pod: dict[str, Any], 
                 "node_selector": spec.get("nodeSelector") or {}, "tolerations": spec.get("tolerations") or []},
         text=f"{'container' if role == 'main' else role + ' container'} {container['name']} image "
              f"{container.get('image')} gpus {gpus}"))
+
+
+def gpus_requested(pod: dict[str, Any]) -> int:
+    """GPUs the pod asks for (sum over its regular containers' requests or limits)."""
+    total = 0
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        resources = container.get("resources") or {}
+        value = (resources.get("requests") or {}).get("nvidia.com/gpu") or (resources.get("limits") or {}).get(
+            "nvidia.com/gpu")
+        try:
+            total += int(str(value or 0))
+        except ValueError:
+            continue
+    return total
