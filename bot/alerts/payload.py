@@ -13,7 +13,7 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 MAX_ALERTS = 2000
 MAX_LABELS = 64
@@ -47,17 +47,25 @@ def _check_url(value: str) -> str:
     return value
 
 
+# The bounds every label set, annotation set and URL of a notification is held to, wherever it appears.
+Labels = Annotated[dict[str, str], AfterValidator(lambda value: _check_labels(value, limit=MAX_LABEL_VALUE, what="label"))]
+Annotations = Annotated[
+    dict[str, str], AfterValidator(lambda value: _check_labels(value, limit=MAX_ANNOTATION, what="annotation"))
+]
+Url = Annotated[str, AfterValidator(_check_url)]
+
+
 class Alert(BaseModel):
     """One alert of a notification."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     status: Literal["firing", "resolved"]
-    labels: dict[str, str]
-    annotations: dict[str, str] = Field(default_factory=dict)
+    labels: Labels
+    annotations: Annotations = Field(default_factory=dict)
     startsAt: datetime
     endsAt: datetime | None = None
-    generatorURL: str = ""
+    generatorURL: Url = ""
     fingerprint: str = ""
 
     @field_validator("labels")
@@ -65,17 +73,7 @@ class Alert(BaseModel):
     def _labels(cls, value: dict[str, str]) -> dict[str, str]:
         if not value:
             raise ValueError("an alert has at least one label")
-        return _check_labels(value, limit=MAX_LABEL_VALUE, what="label")
-
-    @field_validator("annotations")
-    @classmethod
-    def _annotations(cls, value: dict[str, str]) -> dict[str, str]:
-        return _check_labels(value, limit=MAX_ANNOTATION, what="annotation")
-
-    @field_validator("generatorURL")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        return _check_url(value)
+        return value
 
     @field_validator("fingerprint")
     @classmethod
@@ -122,26 +120,11 @@ class Notification(BaseModel):
     truncatedAlerts: int = Field(default=0, ge=0)
     status: Literal["firing", "resolved"]
     receiver: Annotated[str, Field(max_length=256)]
-    groupLabels: dict[str, str] = Field(default_factory=dict)
-    commonLabels: dict[str, str] = Field(default_factory=dict)
-    commonAnnotations: dict[str, str] = Field(default_factory=dict)
-    externalURL: str = ""
+    groupLabels: Labels = Field(default_factory=dict)
+    commonLabels: Labels = Field(default_factory=dict)
+    commonAnnotations: Annotations = Field(default_factory=dict)
+    externalURL: Url = ""
     alerts: Annotated[list[Alert], Field(min_length=1, max_length=MAX_ALERTS)]
-
-    @field_validator("groupLabels", "commonLabels")
-    @classmethod
-    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
-        return _check_labels(value, limit=MAX_LABEL_VALUE, what="label")
-
-    @field_validator("commonAnnotations")
-    @classmethod
-    def _annotations(cls, value: dict[str, str]) -> dict[str, str]:
-        return _check_labels(value, limit=MAX_ANNOTATION, what="annotation")
-
-    @field_validator("externalURL")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        return _check_url(value)
 
 
 def parse_notification(body: bytes) -> Notification:
