@@ -113,13 +113,11 @@ def _measure(argv: list[str], *, env: dict[str, str], server: KubeApiServer) -> 
 
 
 def _snapshot_child(kubeconfig: str) -> None:
-    """In a fresh process: warm the client models, then time diagnose() alone (process start excluded)."""
+    """In a fresh process: time diagnose() alone (process start excluded)."""
 
     from bot.config import load_settings
-    from bot.diagnosis.collectors.kube import calls as kube_calls
     from bot.diagnosis.service import diagnose
 
-    kube_calls.preload_models()
     settings = load_settings(KUBECONFIG=kubeconfig)
     started = time.perf_counter()
     report = diagnose(target=TARGET, settings=settings)
@@ -132,10 +130,8 @@ def _snapshot_child(kubeconfig: str) -> None:
 def _kinds_child() -> None:
     """In a fresh, warm process: one snapshot per kind on its lab scenario; requests and own time as JSON lines."""
     from bot.config import load_settings
-    from bot.diagnosis.collectors.kube import calls as kube_calls
     from bot.diagnosis.service import diagnose
 
-    kube_calls.preload_models()
     for scenario, target in KIND_TARGETS:
         with KubeApiServer(state=scenarios.build(scenario).state) as server:
             folder = Path(tempfile.mkdtemp(prefix="bench-kinds-"))

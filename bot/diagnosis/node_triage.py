@@ -51,7 +51,6 @@ def _kubernetes(*, target: NodeTarget, settings: Settings, budget: engine.Budget
     from bot.diagnosis.collectors.kube import calls as kube_calls
     from bot.diagnosis.collectors.kube import node_plan
 
-    kube_calls.preload_models()
     try:
         api = api_client or kube_calls.build_api_client(
             kubeconfig=settings.kubeconfig, context=settings.kube_context, in_cluster=settings.in_cluster,

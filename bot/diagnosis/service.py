@@ -75,8 +75,6 @@ def diagnose(
 def _diagnose_on(*, target: Target, settings: Settings, api_client: Any, slurm_backend: Any,
                  probe_gpus: bool) -> SnapshotReport:
     """One snapshot with settings already narrowed to the target's cluster."""
-    if target.platform is Platform.KUBERNETES:
-        kube_calls.preload_models()  # once per process, before the deadline starts: not charged to the snapshot
     taken_at = utcnow()
     budget = engine.Budget(bounds=settings.bounds)
     followed: tuple[str, ...] = ()

@@ -116,7 +116,7 @@ def test_a_list_that_ignores_limit_is_cut_at_the_response_cap(hostile_kubeconfig
 
     def listing() -> Exception | None:
         try:
-            caller.list_all("/api/v1/namespaces/ml/pods", what="pods", response_type="object")
+            caller.list_all("/api/v1/namespaces/ml/pods", what="pods")
         except CollectorFailure as failure:
             return failure
         return None
@@ -129,14 +129,14 @@ def test_a_list_that_ignores_limit_is_cut_at_the_response_cap(hostile_kubeconfig
 def test_a_page_with_more_items_than_asked_is_trimmed_to_the_limit(hostile_kubeconfig: Path) -> None:
     caller = _caller(hostile_kubeconfig, deadline_seconds=30, call_timeout_seconds=10, page_size=50,
                      max_response_bytes=200_000_000)
-    items, truncated = caller.list_all("/api/v1/namespaces/ml/pods", what="pods", response_type="object")
+    items, truncated = caller.list_all("/api/v1/namespaces/ml/pods", what="pods")
     assert len(items) == 50 and truncated
 
 
 def test_a_log_that_ignores_limit_bytes_is_read_only_up_to_it(hostile_kubeconfig: Path) -> None:
     caller = _caller(hostile_kubeconfig, deadline_seconds=30, call_timeout_seconds=10)
     text, peak = _peak(lambda: caller.get(
-        "/api/v1/namespaces/ml/pods/train-0/log", what="logs", response_type="str",
+        "/api/v1/namespaces/ml/pods/train-0/log", what="logs", text=True,
         query={"limitBytes": 16_384}, max_bytes=16_384,
     ))
     assert 0 < len(text.encode()) <= 16_384
@@ -149,7 +149,7 @@ def test_an_answer_dripping_a_byte_at_a_time_ends_at_the_deadline(hostile_kubeco
 
     def call() -> None:
         try:
-            caller.get("/drip", what="drip", response_type="object")
+            caller.get("/drip", what="drip")
         except BaseException as error:  # noqa: BLE001 - recorded for the assertion
             outcome.append(error)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,43 +43,23 @@ def build_api_client(*, kubeconfig: Path | None, context: str | None, in_cluster
     return client.ApiClient(configuration)
 
 
-_MODEL_NAME = re.compile(r"[A-Z]\w+")
-
-
-def preload_models() -> None:
-    """Build the client's model classes now (about half a second, once per process), not inside a deadline."""
-    pending, seen = ["V1JobList", "V1PodList", "V1Node", "CoreV1EventList", "V1Deployment", "V1ReplicaSetList",
-                     "V1StatefulSet", "V1DaemonSet", "V1CronJob"], set()
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        model = getattr(client, name, None)
-        for type_name in getattr(model, "openapi_types", {}).values():
-            pending.extend(_MODEL_NAME.findall(type_name))
-
-
-def to_wire(api: client.ApiClient, obj: Any) -> Any:
-    """A typed model back to its wire (camelCase) dict, after the client validated it."""
-    return api.sanitize_for_serialization(obj)
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Caller:
     """Makes GETs through the client's ApiClient inside a budget, and maps client errors to report outcomes.
 
-    It uses the ApiClient's own request, transport and strict model deserialisation, but not the generated
-    CoreV1Api/BatchV1Api classes: importing those builds hundreds of validated methods (over a second of CPU
-    per process), while a snapshot needs six read paths.
+    It uses the ApiClient's own request, authentication and transport, and answers with the wire (camelCase)
+    JSON the collectors read, checked for shape here. It builds neither the generated CoreV1Api/BatchV1Api
+    classes nor the typed models: in this client they are pydantic classes, and building the ~220 a pod
+    list needs costs about a quarter of a second of CPU per process, only to be turned back into the wire
+    dicts the collectors read. (The lab's stand-in objects are still held to those models by a test.)
     """
 
     api: client.ApiClient
     budget: Budget
 
-    def get(self, path: str, *, what: str, response_type: str, path_params: dict[str, str] | None = None,
+    def get(self, path: str, *, what: str, text: bool = False, path_params: dict[str, str] | None = None,
             query: dict[str, Any] | None = None, max_bytes: int | None = None) -> Any:
-        """One GET with a timeout that never passes the deadline, deserialised as `response_type`.
+        """One GET with a timeout that never passes the deadline: a JSON object as a dict (or, with `text`, a str).
 
         The body is read as it streams in, never past `max_bytes` (default: the bounds' per-response cap) nor
         past the deadline, so a server that ignores `limit` or `limitBytes`, or drips a byte a second, costs
@@ -88,16 +67,16 @@ class Caller:
         """
         timeout = self.budget.call_timeout()
         params = [(key, value) for key, value in (query or {}).items() if value is not None]
-        accept = "text/plain" if response_type == "str" else "application/json"
+        accept = "text/plain" if text else "application/json"
         try:
             request = self.api.param_serialize(method="GET", resource_path=path, path_params=path_params or {},
                                                query_params=params, header_params={"Accept": accept},
                                                auth_settings=["BearerToken"])
             response = self.api.call_api(*request, _request_timeout=(min(timeout, 3.0), timeout))
-            self._read_bounded(response, what=what, text=response_type == "str",
+            self._read_bounded(response, what=what, text=text,
                                max_bytes=max_bytes or self.budget.bounds.max_response_bytes)
-            return self.api.response_deserialize(response_data=response,
-                                                 response_types_map={"200": response_type}).data
+            found = self.api.response_deserialize(response_data=response,
+                                                  response_types_map={"200": "str" if text else "object"}).data
         except ApiException as exc:
             raise _mapped(exc, what=what) from None
         except urllib3.exceptions.MaxRetryError as exc:
@@ -108,6 +87,10 @@ class Caller:
             raise DeadlineExceeded(f"{what}: no answer within {timeout:.1f}s") from None
         except urllib3.exceptions.HTTPError as exc:
             raise ClusterUnreachable(f"{what}: {exc}") from None
+        if not text and not isinstance(found, dict):
+            raise CollectorFailure(outcome=CollectorOutcome.ERROR,
+                                   detail=f"{what}: the answer is not a JSON object; not read")
+        return found
 
     def _read_bounded(self, response: Any, *, what: str, text: bool, max_bytes: int) -> None:
         """Fill `response.data` chunk by chunk (whatever each recv brings), checking the byte cap and the
@@ -141,8 +124,9 @@ class Caller:
         # A cut can split a UTF-8 character; the client decodes strictly.
         response.data = data.decode("utf-8", "replace").encode("utf-8") if text else data
 
-    def list_all(self, path: str, *, what: str, response_type: str, path_params: dict[str, str] | None = None,
-                 query: dict[str, Any] | None = None, max_items: int | None = None) -> tuple[list[Any], bool]:
+    def list_all(self, path: str, *, what: str, path_params: dict[str, str] | None = None,
+                 query: dict[str, Any] | None = None,
+                 max_items: int | None = None) -> tuple[list[dict[str, Any]], bool]:
         """Page a list with limit/continue up to the per-list cap; returns (items, truncated)."""
         cap = max_items or self.budget.bounds.max_items_per_list
         items: list[Any] = []
@@ -150,14 +134,13 @@ class Caller:
         while True:
             limit = min(self.budget.bounds.page_size, cap - len(items))
             page_query = {**(query or {}), "limit": limit, "continue": token}
-            result = self.get(path, what=what, response_type=response_type, path_params=path_params,
-                              query=page_query)
-            if isinstance(result, dict):
-                page = list(result.get("items") or [])
-                token = (result.get("metadata") or {}).get("continue") or None
-            else:
-                page = list(result.items or [])
-                token = result.metadata._continue if result.metadata else None
+            result = self.get(path, what=what, path_params=path_params, query=page_query)
+            page, metadata = result.get("items") or [], result.get("metadata") or {}
+            if not isinstance(page, list) or not all(isinstance(item, dict) for item in page) \
+                    or not isinstance(metadata, dict):
+                raise CollectorFailure(outcome=CollectorOutcome.ERROR,
+                                       detail=f"{what}: the answer is not a list of objects; not read")
+            token = metadata.get("continue") or None
             items.extend(page[:limit])  # a server that ignores `limit` still gives no more than asked for
             if len(page) > limit:
                 return items, True

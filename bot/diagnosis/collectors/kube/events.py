@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bot.diagnosis.collectors.kube.calls import observation, to_wire
+from bot.diagnosis.collectors.kube.calls import observation
 from bot.diagnosis.collectors.kube.context import KubeContext
 from bot.diagnosis.engine import Sink
 
@@ -19,7 +19,7 @@ def collect_object_events(ctx: KubeContext, sink: Sink, *, kind: str, name: str)
     """Events for one namespaced object (the workload or one pod)."""
     selector = f"involvedObject.name={name}"
     items, truncated = ctx.caller.list_all("/api/v1/namespaces/{namespace}/events",
-                                           path_params={"namespace": ctx.namespace}, response_type="CoreV1EventList",
+                                           path_params={"namespace": ctx.namespace},
                                            query={"fieldSelector": selector}, what=f"list events {selector}",
                                            max_items=MAX_EVENTS_PER_OBJECT)
     command = f"kubectl get events -n {ctx.namespace} --field-selector {selector} --sort-by=.lastTimestamp"
@@ -31,9 +31,8 @@ def collect_object_events(ctx: KubeContext, sink: Sink, *, kind: str, name: str)
 def collect_node_events(ctx: KubeContext, sink: Sink, *, node: str) -> None:
     """Warning events reported against one node (GPU Xid reports, pressure, kubelet trouble)."""
     selector = f"involvedObject.kind=Node,involvedObject.name={node},type=Warning"
-    items, truncated = ctx.caller.list_all("/api/v1/events", response_type="CoreV1EventList",
-                                           query={"fieldSelector": selector}, what=f"list events {selector}",
-                                           max_items=MAX_EVENTS_PER_OBJECT)
+    items, truncated = ctx.caller.list_all("/api/v1/events", query={"fieldSelector": selector},
+                                           what=f"list events {selector}", max_items=MAX_EVENTS_PER_OBJECT)
     command = f"kubectl get events -A --field-selector {selector} --sort-by=.lastTimestamp"
     _emit(ctx, sink, items=items, truncated=truncated, command=command, subject=f"node/{node}")
 
@@ -43,7 +42,7 @@ def _emit(ctx: KubeContext, sink: Sink, *, items: list[Any], truncated: bool, co
     sink.count(len(items))
     if truncated:
         sink.truncate(f"events capped at {MAX_EVENTS_PER_OBJECT} per object")
-    merged = deduplicate([to_wire(ctx.caller.api, item) for item in items])
+    merged = deduplicate([item for item in items])
     for event in merged:
         sink.observe(observation(
             kind="event", subject=subject, command=command, observed_at=event["last_seen"], fields=event,

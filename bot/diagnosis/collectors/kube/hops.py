@@ -10,7 +10,7 @@ from typing import Any
 from bot.diagnosis.collectors.kube import events as kube_events
 from bot.diagnosis.collectors.kube import nodes as kube_nodes
 from bot.diagnosis.collectors.kube import pods as kube_pods
-from bot.diagnosis.collectors.kube.calls import GroupNotServed, ObjectNotFound, observation, to_wire
+from bot.diagnosis.collectors.kube.calls import GroupNotServed, ObjectNotFound, observation
 from bot.diagnosis.collectors.kube.context import KubeContext
 from bot.diagnosis.engine import Sink
 
@@ -68,7 +68,7 @@ def _read_claim(ctx: KubeContext, sink: Sink, *, name: str, why: str) -> dict[st
     for version in NODECLAIM_VERSIONS:
         try:
             claim = ctx.caller.get(f"/apis/karpenter.sh/{version}/nodeclaims/{{name}}", path_params={"name": name},
-                                   response_type="object", what=f"get nodeclaim {name}")
+                                   what=f"get nodeclaim {name}")
         except GroupNotServed:
             continue
         except ObjectNotFound:
@@ -107,14 +107,12 @@ def collect_operator_pods(ctx: KubeContext, sink: Sink, *, node: str, why: str) 
     found: list[dict[str, Any]] = []
     for namespace in ctx.gpu_operator_namespaces:
         items, truncated = ctx.caller.list_all("/api/v1/namespaces/{namespace}/pods",
-                                               path_params={"namespace": namespace}, response_type="V1PodList",
-                                               query={"fieldSelector": selector},
+                                               path_params={"namespace": namespace}, query={"fieldSelector": selector},
                                                what=f"list pods -n {namespace} --field-selector {selector}",
                                                max_items=MAX_OPERATOR_PODS)
         if truncated:
             sink.truncate(f"GPU operator pods on {node} capped at {MAX_OPERATOR_PODS}")
-        wire = [to_wire(ctx.caller.api, item) for item in items]
-        found += [pod for pod in wire if namespace != "kube-system" or _GPU_COMPONENT.search(pod["metadata"]["name"])]
+        found += [pod for pod in items if namespace != "kube-system" or _GPU_COMPONENT.search(pod["metadata"]["name"])]
     sink.count(len(found))
     ctx.follow(f"GPU operator pods on node/{node} ({', '.join(ctx.gpu_operator_namespaces)}): {why}")
     unhealthy = []

@@ -27,7 +27,7 @@ class PodLookup(enum.StrEnum):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class KindSpec:
-    """One kind: its API group, versions (tried in order), plural, client model and pod lookup."""
+    """One kind: its API group, versions (tried in order), plural and pod lookup."""
 
     kind: WorkloadKind | None
     group: str
@@ -36,7 +36,6 @@ class KindSpec:
     lookup: PodLookup
     labels: tuple[str, ...] = ()
     owned: bool = False
-    model: str = "object"
     title: str = ""
 
     def collection(self, version: str) -> str:
@@ -61,7 +60,7 @@ def _training(kind: WorkloadKind, plural: str, title: str, versions: tuple[str, 
 KINDS: dict[WorkloadKind, KindSpec] = {
     WorkloadKind.JOB: KindSpec(kind=WorkloadKind.JOB, group="batch", versions=("v1",), plural="jobs",
                                lookup=PodLookup.LABELS, labels=("batch.kubernetes.io/job-name", "job-name"),
-                               owned=True, model="V1Job", title="Job"),
+                               owned=True, title="Job"),
     WorkloadKind.JOBSET: KindSpec(kind=WorkloadKind.JOBSET, group="jobset.x-k8s.io", versions=("v1alpha2",),
                                   plural="jobsets", lookup=PodLookup.LABELS,
                                   labels=("jobset.sigs.k8s.io/jobset-name",), title="JobSet"),
@@ -70,11 +69,10 @@ KINDS: dict[WorkloadKind, KindSpec] = {
                                      plural="aiperfjobs", lookup=PodLookup.LABELS,
                                      labels=("aiperf.nvidia.com/job-id",), title="AIPerfJob"),
     WorkloadKind.DEPLOYMENT: KindSpec(kind=WorkloadKind.DEPLOYMENT, group="apps", versions=("v1",),
-                                      plural="deployments", lookup=PodLookup.SELECTOR, owned=True,
-                                      model="V1Deployment", title="Deployment"),
+                                      plural="deployments", lookup=PodLookup.SELECTOR, owned=True, title="Deployment"),
     WorkloadKind.STATEFULSET: KindSpec(kind=WorkloadKind.STATEFULSET, group="apps", versions=("v1",),
                                        plural="statefulsets", lookup=PodLookup.SELECTOR, owned=True,
-                                       model="V1StatefulSet", title="StatefulSet"),
+                                       title="StatefulSet"),
     WorkloadKind.LEADERWORKERSET: KindSpec(kind=WorkloadKind.LEADERWORKERSET, group="leaderworkerset.x-k8s.io",
                                            versions=("v1",), plural="leaderworkersets", lookup=PodLookup.LABELS,
                                            labels=("leaderworkerset.sigs.k8s.io/name",), title="LeaderWorkerSet"),
@@ -97,14 +95,13 @@ KINDS: dict[WorkloadKind, KindSpec] = {
                                       plural="jobs", lookup=PodLookup.LABELS, labels=("volcano.sh/job-name",),
                                       title="Volcano Job"),
     WorkloadKind.CRONJOB: KindSpec(kind=WorkloadKind.CRONJOB, group="batch", versions=("v1",), plural="cronjobs",
-                                   lookup=PodLookup.CRONJOB, owned=True, model="V1CronJob", title="CronJob"),
+                                   lookup=PodLookup.CRONJOB, owned=True, title="CronJob"),
     WorkloadKind.DAEMONSET: KindSpec(kind=WorkloadKind.DAEMONSET, group="apps", versions=("v1",), plural="daemonsets",
-                                     lookup=PodLookup.SELECTOR, owned=True, model="V1DaemonSet", title="DaemonSet"),
+                                     lookup=PodLookup.SELECTOR, owned=True, title="DaemonSet"),
     WorkloadKind.REPLICASET: KindSpec(kind=WorkloadKind.REPLICASET, group="apps", versions=("v1",),
-                                      plural="replicasets", lookup=PodLookup.SELECTOR, owned=True,
-                                      model="V1ReplicaSet", title="ReplicaSet"),
+                                      plural="replicasets", lookup=PodLookup.SELECTOR, owned=True, title="ReplicaSet"),
     WorkloadKind.POD: KindSpec(kind=WorkloadKind.POD, group="", versions=("v1",), plural="pods",
-                               lookup=PodLookup.SELF, model="V1Pod", title="Pod"),
+                               lookup=PodLookup.SELF, title="Pod"),
 }
 # `namespace/name` tries every kind in the enum's order (batch and training kinds first, then serving, then the
 # rest): one GET by name each, skipping a group once the server says it does not serve it.

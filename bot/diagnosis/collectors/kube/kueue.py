@@ -27,11 +27,10 @@ def collect_kueue(ctx: KubeContext, sink: Sink) -> None:
     command = f"kubectl get workloads.kueue.x-k8s.io -n {ctx.namespace} -l {JOB_UID_LABEL}={uid} -o yaml"
     try:
         path, where = f"/apis/{GROUP}/{VERSION}/namespaces/{{namespace}}/{PLURAL}", {"namespace": ctx.namespace}
-        found, _ = ctx.caller.list_all(path, path_params=where, response_type="object",
-                                       query={"labelSelector": f"{JOB_UID_LABEL}={uid}"}, what="list kueue workloads")
+        found, _ = ctx.caller.list_all(path, path_params=where, query={"labelSelector": f"{JOB_UID_LABEL}={uid}"},
+                                       what="list kueue workloads")
         if not found:
-            candidates, truncated = ctx.caller.list_all(path, path_params=where, response_type="object",
-                                                        what="list kueue workloads")
+            candidates, truncated = ctx.caller.list_all(path, path_params=where, what="list kueue workloads")
             if truncated:
                 sink.truncate("kueue workload list capped")
             found = [item for item in candidates if _owned_by(item, uid)]

@@ -121,7 +121,7 @@ def _read_one(ctx: KubeContext, sink: Sink, *, target: LogTarget, previous: bool
     if allowed <= 0:
         sink.truncate("total evidence bytes cap reached before this log")
         return
-    text = ctx.caller.get("/api/v1/namespaces/{namespace}/pods/{name}/log", response_type="str",
+    text = ctx.caller.get("/api/v1/namespaces/{namespace}/pods/{name}/log", text=True,
                           path_params={"namespace": target.namespace, "name": target.pod},
                           query={"container": target.container, "previous": previous,
                                  "tailLines": bounds.max_log_lines_per_container, "limitBytes": allowed},

@@ -29,7 +29,6 @@ from bot.diagnosis.collectors.kube.calls import (
     ObjectNotFound,
     observation,
     parse_time,
-    to_wire,
 )
 from bot.diagnosis.collectors.kube.context import KubeContext
 from bot.diagnosis.engine import Sink, Stage, Step
@@ -93,8 +92,7 @@ def _age_seconds(value: Any, *, now: datetime) -> int | None:
 def _read_node(ctx: NodeContext, sink: Sink) -> None:
     """One GET of the node; its conditions, taints and capacity, plus a status line with ages and cordon."""
     try:
-        node = ctx.kube.caller.get("/api/v1/nodes/{name}", path_params={"name": ctx.name}, response_type="V1Node",
-                                   what=f"get node {ctx.name}")
+        node = ctx.kube.caller.get("/api/v1/nodes/{name}", path_params={"name": ctx.name}, what=f"get node {ctx.name}")
     except ClusterUnreachable as exc:
         ctx.kube.unreachable = str(exc)
         raise
@@ -104,12 +102,11 @@ def _read_node(ctx: NodeContext, sink: Sink) -> None:
             text=f"the cluster has no node named {ctx.name}", fields={"node": ctx.name, "found": False}))
         sink.mark(CollectorOutcome.OK, "node not found")
         return
-    wire = to_wire(ctx.kube.caller.api, node)
     sink.count(1)
     with ctx.lock:
-        ctx.node = wire
-    kube_nodes.observe_node(wire, sink)
-    sink.observe(_status_observation(wire, now=utcnow()))
+        ctx.node = node
+    kube_nodes.observe_node(node, sink)
+    sink.observe(_status_observation(node, now=utcnow()))
 
 
 def _status_observation(node: dict[str, Any], *, now: datetime) -> Any:
@@ -155,21 +152,20 @@ def _read_events(ctx: NodeContext, sink: Sink) -> None:
 def _read_pods(ctx: NodeContext, sink: Sink) -> None:
     """The pods bound to the node: one server-side field selector, paged and capped."""
     selector = f"spec.nodeName={ctx.name}"
-    items, truncated = ctx.kube.caller.list_all("/api/v1/pods", response_type="V1PodList",
-                                                query={"fieldSelector": selector}, what=f"list pods {selector}")
+    items, truncated = ctx.kube.caller.list_all("/api/v1/pods", query={"fieldSelector": selector},
+                                                what=f"list pods {selector}")
     sink.count(len(items))
     if truncated:
         sink.truncate(f"pods on the node capped at {ctx.kube.caller.budget.bounds.max_items_per_list}")
-    wire = [to_wire(ctx.kube.caller.api, item) for item in items]
     with ctx.lock:
-        ctx.pods = wire
-    stack = [pod for pod in wire if is_gpu_stack(pod)]
+        ctx.pods = items
+    stack = [pod for pod in items if is_gpu_stack(pod)]
     for pod in stack[:MAX_STACK_PODS_IN_DETAIL]:
         kube_pods.observe_pod(pod, sink)
         sink.observe(_stack_observation(pod))
     if len(stack) > MAX_STACK_PODS_IN_DETAIL:
         sink.truncate(f"{len(stack)} GPU stack pods; detail for the first {MAX_STACK_PODS_IN_DETAIL}")
-    _observe_blast_radius(ctx, [pod for pod in wire if not is_gpu_stack(pod)], sink, truncated=truncated)
+    _observe_blast_radius(ctx, [pod for pod in items if not is_gpu_stack(pod)], sink, truncated=truncated)
 
 
 def _stack_observation(pod: dict[str, Any]) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.diagnosis.collectors.kube.calls import observation, to_wire
+from bot.diagnosis.collectors.kube.calls import observation
 from bot.diagnosis.collectors.kube.context import KubeContext
 from bot.diagnosis.engine import Sink
 
@@ -14,8 +14,7 @@ PRESSURE = {"MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable
 def collect_node(ctx: KubeContext, sink: Sink, *, node: str, hop: str = "", expected_gpus: int = 0) -> None:
     """Read one node by name (never list the cluster's nodes) and observe it; `hop` says why when it is not the
     target's own node (nominated or claimed for a pending pod that asks for `expected_gpus`)."""
-    wire = to_wire(ctx.caller.api, ctx.caller.get("/api/v1/nodes/{name}", path_params={"name": node},
-                                                  response_type="V1Node", what=f"get node {node}"))
+    wire = ctx.caller.get("/api/v1/nodes/{name}", path_params={"name": node}, what=f"get node {node}")
     sink.count(1)
     with ctx.lock:
         ctx.nodes_read[node] = wire

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.config import Settings
-from bot.diagnosis.collectors.kube.calls import Caller, ObjectNotFound, build_api_client, to_wire
+from bot.diagnosis.collectors.kube.calls import Caller, ObjectNotFound, build_api_client
 from bot.diagnosis.collectors.kube.node_plan import workload_of
 from bot.diagnosis.engine import Budget, CollectorFailure
 
@@ -26,8 +26,8 @@ def owner_of_pod(*, namespace: str, pod: str, settings: Settings, api_client: An
     try:
         found = Caller(api=api, budget=budget).get(
             "/api/v1/namespaces/{namespace}/pods/{name}", path_params={"namespace": namespace, "name": pod},
-            response_type="V1Pod", what=f"get pod {namespace}/{pod}")
-        return workload_of(to_wire(api, found))
+            what=f"get pod {namespace}/{pod}")
+        return workload_of(found)
     except ObjectNotFound:
         raise OwnerUnknown(f"pod {namespace}/{pod} no longer exists, so its workload is unknown") from None
     except CollectorFailure as error:

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from bot.diagnosis.collectors.kube import kinds
-from bot.diagnosis.collectors.kube.calls import ObjectNotFound, observation, to_wire
+from bot.diagnosis.collectors.kube.calls import ObjectNotFound, observation
 from bot.diagnosis.collectors.kube.context import KubeContext
 from bot.diagnosis.collectors.kube.kinds import PodLookup
 from bot.diagnosis.engine import Sink
@@ -16,17 +16,17 @@ ENV_OF_INTEREST = re.compile(r"^(NCCL_|CUDA_|NVIDIA_|UCX_|OMPI_|TORCH_|AIPERF_|T
 
 MAX_INTERMEDIATE_OWNERS = 4
 # Built-in controllers a custom resource may own pods through (one hop, each read by name).
-_INTERMEDIATE = {"ReplicaSet": ("apps", "replicasets", "V1ReplicaSet"),
-                 "StatefulSet": ("apps", "statefulsets", "V1StatefulSet"), "Job": ("batch", "jobs", "V1Job")}
+_INTERMEDIATE = {"ReplicaSet": ("apps", "replicasets"), "StatefulSet": ("apps", "statefulsets"),
+                 "Job": ("batch", "jobs")}
 
 
 def _list(ctx: KubeContext, sink: Sink, selector: str) -> list[dict[str, Any]]:
     pods, truncated = ctx.caller.list_all("/api/v1/namespaces/{namespace}/pods",
-                                          path_params={"namespace": ctx.namespace}, response_type="V1PodList",
+                                          path_params={"namespace": ctx.namespace},
                                           query={"labelSelector": selector}, what=f"list pods -l {selector}")
     if truncated:
         sink.truncate(f"pod list capped at {ctx.caller.budget.bounds.max_items_per_list}")
-    return [to_wire(ctx.caller.api, pod) for pod in pods]
+    return [pod for pod in pods]
 
 
 def _selectors(ctx: KubeContext) -> tuple[list[str], bool]:
@@ -117,12 +117,11 @@ def _owned_through_child(ctx: KubeContext, sink: Sink, owners: list[dict[str, An
             budget_left = len(ctx.foreign_owners) + len(ctx.children) < MAX_INTERMEDIATE_OWNERS
         if known or not budget_left:
             continue
-        group, plural, model = served
+        group, plural = served
         try:
-            child = to_wire(ctx.caller.api, ctx.caller.get(
-                f"/apis/{group}/v1/namespaces/{{namespace}}/{plural}/{{name}}", response_type=model,
-                path_params={"namespace": ctx.namespace, "name": owner["name"]},
-                what=f"get {plural} {ctx.namespace}/{owner['name']}"))
+            child = ctx.caller.get(f"/apis/{group}/v1/namespaces/{{namespace}}/{plural}/{{name}}",
+                                   path_params={"namespace": ctx.namespace, "name": owner["name"]},
+                                   what=f"get {plural} {ctx.namespace}/{owner['name']}")
         except ObjectNotFound:
             continue
         sink.count(1)

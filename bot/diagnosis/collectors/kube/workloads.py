@@ -16,7 +16,6 @@ from bot.diagnosis.collectors.kube.calls import (
     ObjectNotFound,
     observation,
     parse_time,
-    to_wire,
 )
 from bot.diagnosis.collectors.kube.context import KubeContext
 from bot.diagnosis.engine import Sink
@@ -34,11 +33,11 @@ def _read(ctx: KubeContext, spec: kinds.KindSpec) -> dict[str, Any]:
     where = {"namespace": ctx.namespace, "name": ctx.target.name}
     for version in spec.versions:
         try:
-            found = ctx.caller.get(spec.collection(version) + "/{name}", path_params=where, response_type=spec.model,
+            found = ctx.caller.get(spec.collection(version) + "/{name}", path_params=where,
                                    what=f"get {spec.resource} {ctx.namespace}/{ctx.target.name}")
         except GroupNotServed:
             continue
-        return found if isinstance(found, dict) else to_wire(ctx.caller.api, found)
+        return found
     raise GroupNotServed(f"{spec.resource} is not served")
 
 
@@ -109,10 +108,9 @@ def _resolve_custom(ctx: KubeContext, sink: Sink) -> None:
     resource = ctx.target.resource or ""
     plural, _, group = resource.partition(".")
     try:
-        discovered = ctx.caller.get(f"/apis/{group}", response_type="object", what=f"discover {group}")
+        discovered = ctx.caller.get(f"/apis/{group}", what=f"discover {group}")
         version = ((discovered or {}).get("preferredVersion") or {}).get("version") or ""
-        listing = ctx.caller.get(f"/apis/{group}/{version}", response_type="object",
-                                 what=f"discover {group}/{version}")
+        listing = ctx.caller.get(f"/apis/{group}/{version}", what=f"discover {group}/{version}")
     except (GroupNotServed, ObjectNotFound):
         ctx.missing_groups.append(group)
         sink.observe(observation(
@@ -241,14 +239,14 @@ def _replica_sets(ctx: KubeContext, sink: Sink) -> None:
         sink.note("the Deployment has no selector: its ReplicaSets cannot be listed")
         return
     items, truncated = ctx.caller.list_all("/apis/apps/v1/namespaces/{namespace}/replicasets",
-                                           path_params={"namespace": ctx.namespace}, response_type="V1ReplicaSetList",
+                                           path_params={"namespace": ctx.namespace},
                                            query={"labelSelector": selector}, what=f"list replicasets -l {selector}",
                                            max_items=50)
     sink.count(len(items))
     if truncated:
         sink.truncate("replicaset list capped at 50")
     uid = (ctx.workload.get("metadata") or {}).get("uid")
-    owned = [rs for rs in (to_wire(ctx.caller.api, item) for item in items) if _owned_by(rs, {uid})]
+    owned = [rs for rs in items if _owned_by(rs, {uid})]
     owned.sort(key=lambda rs: int((rs["metadata"].get("annotations") or {}).get(REVISION) or 0), reverse=True)
     ctx.children = owned
     ctx.owner_uids.update(rs["metadata"]["uid"] for rs in owned)
@@ -294,13 +292,12 @@ def _cron_jobs(ctx: KubeContext, sink: Sink) -> None:
         try:
             job = ctx.caller.get(spec.collection("v1") + "/{name}", path_params={"namespace": ctx.namespace,
                                                                                "name": name},
-                                 response_type="V1Job", what=f"get job {ctx.namespace}/{name}")
+                                 what=f"get job {ctx.namespace}/{name}")
         except ObjectNotFound:
             sink.note(f"job {name} of the last scheduled run is gone (history limit or TTL)")
             continue
-        wire = to_wire(ctx.caller.api, job)
-        if _owned_by(wire, {uid}):
-            jobs.append(wire)
+        if _owned_by(job, {uid}):
+            jobs.append(job)
     sink.count(len(jobs))
     jobs.sort(key=lambda job: job["metadata"].get("creationTimestamp") or "")
     ctx.children = jobs
