@@ -25,7 +25,7 @@ def _register_kubernetes_lazily() -> None:
     package = importlib.util.module_from_spec(spec)
     initialised = False
 
-    def __getattr__(name: str) -> object:  # noqa: N807 - PEP 562 module attribute hook
+    def __getattr__(name: str) -> object:  # PEP 562: the module attribute hook
         nonlocal initialised
         if not name.startswith("_") and importlib.util.find_spec(f"kubernetes.{name}") is not None:
             return importlib.import_module(f"kubernetes.{name}")
