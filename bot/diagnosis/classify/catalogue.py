@@ -61,6 +61,14 @@ class Rule:
     explained_by: tuple[findings.Layer, ...]
     integrity: bool
     fallback: bool = False
+    # A line the text regex matches is still not this rule's when `unless` matches it too (the guide gives
+    # such lines another layer). Kept apart from `text` so the prefilter can gate `text` by its literals.
+    unless: re.Pattern[str] | None = None
+
+    def text_matches(self, text: str) -> bool:
+        """The text regex finds a match in `text` and `unless` finds none."""
+        return (self.text is not None and self.text.search(text) is not None
+                and (self.unless is None or self.unless.search(text) is None))
 
     @property
     def is_symptom(self) -> bool:
@@ -123,6 +131,9 @@ def _rule(raw: Mapping[str, Any]) -> Rule:
     text = match.get("text")
     if not structured and not text:
         raise CatalogueError(f"rule {rule_id}: match needs fields or text")
+    unless = match.get("unless")
+    if unless and not text:
+        raise CatalogueError(f"rule {rule_id}: `unless` narrows a text match; the rule has no text")
     scope_raw = raw.get("scope")
     try:
         layer = findings.Layer(raw["layer"])
@@ -155,6 +166,7 @@ def _rule(raw: Mapping[str, Any]) -> Rule:
         explained_by=explained_by,
         integrity=bool(raw.get("integrity", False)),
         fallback=bool(raw.get("fallback", False)),
+        unless=_compile(rule_id=rule_id, pattern=str(unless)) if unless else None,
     )
 
 

@@ -72,6 +72,7 @@ def _rule_section(rule: catalogue.Rule) -> list[str]:
         f"| text match | `{_cell(rule.text.pattern)}` |"
         if rule.text is not None
         else "| text match | (none) |",
+        *([f"| unless | `{_cell(rule.unless.pattern)}` |"] if rule.unless is not None else []),
         f"| evidence cited | {_cell(rule.cites)} |",
         f"| expected | {_cell(rule.expected or '-')} |",
         f"| next step | `{_cell(rule.next_step)}` |",

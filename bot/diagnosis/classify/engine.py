@@ -71,7 +71,7 @@ def node_share(*, rule: catalogue.Rule, text: str) -> tuple[int, int]:
     count = 0
     for segment in re.split(r"[,.]\s+", head.lstrip(": ")):
         found = _NODES_SEGMENT.match(segment)
-        if found and rule.text.search(found.group(2)):
+        if found and rule.text_matches(found.group(2)):
             count += int(found.group(1))
     return count, int(total_match.group(1))
 

@@ -121,7 +121,7 @@ def match_rule(
         return Match(rule=rule, observation=observation, matched_on=MatchedOn.FIELDS)
     if rule.text is not None:
         haystack = searchable_text(observation=observation) if text is None else text
-        if rule.text.search(haystack):
+        if rule.text_matches(haystack):
             return Match(rule=rule, observation=observation, matched_on=MatchedOn.TEXT)
     return None
 

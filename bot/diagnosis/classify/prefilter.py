@@ -366,7 +366,9 @@ class TextIndex:
     sampled position wherever the literal occurs. Shorter literals are checked with `in` directly.
     """
 
-    def __init__(self, *, patterns: Sequence[re.Pattern[str] | None]) -> None:
+    def __init__(self, *, patterns: Sequence[re.Pattern[str] | None],
+                 vetoes: Sequence[re.Pattern[str] | None] = ()) -> None:
+        self._vetoes = {rule: veto for rule, veto in enumerate(vetoes) if veto is not None}
         self.alternatives: list[Alternative] = [
             alternative
             for rule, pattern in enumerate(patterns)
@@ -430,7 +432,7 @@ class TextIndex:
         return self._search(number=number, text=text)
 
     def hits(self, *, text: str) -> set[int]:
-        """Indices of the rules whose text regex finds a match in `text`."""
+        """Indices of the rules whose text regex finds a match in `text` (and whose `unless` finds none)."""
         found: set[int] = set()
         gates = self._gates
         folded = fold(text)
@@ -441,6 +443,8 @@ class TextIndex:
         for rule, number in self._always:
             if rule not in found and self._search(number=number, text=text):
                 found.add(rule)
+        if self._vetoes:
+            found = {rule for rule in found if rule not in self._vetoes or not self._vetoes[rule].search(text)}
         return found
 
 
@@ -472,7 +476,7 @@ def _build(rules: tuple[catalogue.Rule, ...]) -> RuleIndex:
         for kind in kinds
     }
     return RuleIndex(
-        text=TextIndex(patterns=[rule.text for rule in rules]),
+        text=TextIndex(patterns=[rule.text for rule in rules], vetoes=[rule.unless for rule in rules]),
         by_kind=by_kind,
         any_kind=any_kind,
         order=tuple((-rule.priority, rule.is_symptom, rule.id, number) for number, rule in enumerate(rules)),

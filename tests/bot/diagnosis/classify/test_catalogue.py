@@ -51,6 +51,8 @@ def test_symptoms_say_which_layers_can_explain_them() -> None:
         ({"next": ""}, "missing"),
         ({"confidence": 1.5}, "confidence"),
         ({"match": {"fields": {"ratio": {"about": 3}}}}, "unknown comparison"),
+        ({"match": {"fields": {"reason": ["X"]}, "unless": "y"}}, "narrows a text match"),
+        ({"match": {"text": "boom", "unless": "["}}, "invalid regex"),
     ],
 )
 def test_a_malformed_rule_is_rejected_with_its_id_and_reason(overrides, message) -> None:
@@ -77,3 +79,17 @@ def test_field_conditions_compare_numbers_and_values() -> None:
         rule=rule, observation=observation(kind="fabric_probe", ratio=0.9, path="a-b")
     )
     assert not matching.match_rule(rule=rule, observation=observation(kind="event", ratio=0.5, path="a-b"))
+
+
+def test_unless_vetoes_a_text_match_on_the_prefiltered_path_and_the_plain_one_alike() -> None:
+    from bot.diagnosis.classify import lines
+
+    rules = catalogue.parse_rules(documents=[
+        _raw(id="fabric.ib", layer="fabric", match={"text": "ibv_\\w+ failed", "unless": "Cannot allocate memory"}),
+        _raw(id="runtime.memlock", layer="runtime", priority=10, match={"text": "Cannot allocate memory"}),
+    ])
+    vetoed = "ibv_reg_mr failed: Cannot allocate memory"
+    kept = "ibv_modify_qp failed: Invalid argument"
+    for classify in (lines.classify_line, lines.classify_line_plain):
+        assert classify(vetoed, rules=rules).rule == "runtime.memlock"
+        assert classify(kept, rules=rules).rule == "fabric.ib"

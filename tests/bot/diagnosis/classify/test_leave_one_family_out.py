@@ -11,9 +11,9 @@ import pytest
 from bot.diagnosis.classify import evaluate
 
 # Measured (docs/classification.md), minus a margin for corpus growth.
-FLOOR_HELD_OUT_ACCURACY = 0.59
-CEILING_HELD_OUT_CONFIDENTLY_WRONG = 0.045
-FLOOR_IN_SAMPLE_ACCURACY = 0.92
+FLOOR_HELD_OUT_ACCURACY = 0.55
+CEILING_HELD_OUT_CONFIDENTLY_WRONG = 0.03
+FLOOR_IN_SAMPLE_ACCURACY = 0.90
 FLOOR_LEARNED_GAIN = 0.12
 
 
@@ -67,8 +67,10 @@ def test_every_rule_names_the_corpus_families_it_was_derived_from_and_they_exist
     assert {family for named in sources.values() for family in named} <= families
 
 
-def test_a_rule_derived_only_from_the_held_out_family_is_switched_off_and_no_other() -> None:
+def test_every_rule_read_from_the_held_out_family_is_switched_off_even_with_other_families_and_no_other() -> None:
     everything = evaluate.rules_without(family=None)
-    without = {rule.id for rule in evaluate.rules_without(family="slurm")}
-    only_slurm = {rule_id for rule_id, named in evaluate.derived_from().items() if named == frozenset({"slurm"})}
-    assert only_slurm and without == {rule.id for rule in everything} - only_slurm
+    without = {rule.id for rule in evaluate.rules_without(family="nccl")}
+    from_nccl = {rule_id for rule_id, named in evaluate.derived_from().items() if "nccl" in named}
+    shared = {rule_id for rule_id in from_nccl if len(evaluate.derived_from()[rule_id]) > 1}
+    assert shared, "the check needs a rule derived from nccl and another family"
+    assert without == {rule.id for rule in everything} - from_nccl
