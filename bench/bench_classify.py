@@ -123,7 +123,7 @@ def _leave_one_family_out() -> None:
     held, inside, rules_only = result.held_out, result.in_sample, result.rules_only_held_out
     lines = sum(item.lines for item in held.families)
     print(f"\n== leave-one-family-out over {len(held.families)} families, {lines} lines ({seconds:.0f} s),"
-          f" threshold {held.threshold:.2f}")
+          f" thresholds {evaluate.describe(held.thresholds)}")
     print("   (mean over families)            accuracy  abstained  confidently-wrong")
     for title, score in (("hybrid, held-out family", held), ("rules alone, held-out family", rules_only),
                          ("hybrid, in-sample corpus", inside)):

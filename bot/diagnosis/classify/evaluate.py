@@ -25,6 +25,7 @@ import yaml
 from bot.diagnosis.classify import catalogue, corpus, hybrid, learned, lines
 
 LEARNED_PRECISION = 0.9
+MIN_ANSWERED = 5
 THRESHOLDS = tuple(round(value, 2) for value in np.arange(0.30, 0.96, 0.01))
 
 
@@ -61,12 +62,13 @@ def rule_layers(*, rows: Sequence[corpus.Row], held_out: bool) -> list[str | Non
     return found
 
 
-def decide(*, rule_layer: str | None, probabilities: np.ndarray, threshold: float) -> tuple[str | None, bool]:
+def decide(*, rule_layer: str | None, probabilities: np.ndarray,
+           thresholds: Sequence[float]) -> tuple[str | None, bool]:
     """Hybrid decision for one line: (layer or None, whether the learned model gave it)."""
     if rule_layer is not None:
         return rule_layer, False
     klass = int(probabilities.argmax())
-    if klass == learned.NULL_CLASS or probabilities[klass] < threshold:
+    if klass == learned.NULL_CLASS or probabilities[klass] < thresholds[klass]:
         return None, False
     return learned.CLASSES[klass], True
 
@@ -94,16 +96,17 @@ class Score:
     confidently_wrong: float
     line_accuracy: float
     line_confidently_wrong: float
-    threshold: float
+    thresholds: tuple[float, ...]
 
 
 def score(
-    *, rows: Sequence[corpus.Row], rule_found: Sequence[str | None], probabilities: np.ndarray, threshold: float
+    *, rows: Sequence[corpus.Row], rule_found: Sequence[str | None], probabilities: np.ndarray,
+    thresholds: Sequence[float],
 ) -> Score:
     """Per-family accuracy, abstentions and confidently-wrong for one set of decisions."""
     tallies: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for row, rule_layer, probs in zip(rows, rule_found, probabilities, strict=True):
-        layer, by_model = decide(rule_layer=rule_layer, probabilities=probs, threshold=threshold)
+        layer, by_model = decide(rule_layer=rule_layer, probabilities=probs, thresholds=thresholds)
         tally = tallies[row.family]
         tally["lines"] += 1
         tally["right"] += layer == row.layer
@@ -127,32 +130,30 @@ def score(
         confidently_wrong=float(np.mean([item.confidently_wrong for item in families])),
         line_accuracy=sum(item.accuracy * item.lines for item in families) / total,
         line_confidently_wrong=sum(item.confidently_wrong * item.lines for item in families) / total,
-        threshold=threshold,
+        thresholds=tuple(thresholds),
     )
 
 
-def learned_precision(
-    *, rows: Sequence[corpus.Row], rule_found: Sequence[str | None], probabilities: np.ndarray, threshold: float
-) -> tuple[float, int]:
-    """Of the lines the learned model answers (no rule did), the fraction it gets right, and how many."""
-    answered = right = 0
-    for row, rule_layer, probs in zip(rows, rule_found, probabilities, strict=True):
-        layer, by_model = decide(rule_layer=rule_layer, probabilities=probs, threshold=threshold)
-        answered += by_model
-        right += by_model and layer == row.layer
-    return (right / answered if answered else 1.0), answered
-
-
-def choose_threshold(*, rows: Sequence[corpus.Row], probabilities: np.ndarray) -> float:
-    """On held-out families only: the lowest threshold at which learned answers are right LEARNED_PRECISION
-    of the time (a wrong layer costs a responder more than an abstention)."""
+def choose_thresholds(*, rows: Sequence[corpus.Row], probabilities: np.ndarray) -> tuple[float, ...]:
+    """On held-out families only, per layer: the lowest threshold at which the learned model's answers of that
+    layer (on lines no held-out rule decided) are right LEARNED_PRECISION of the time, over at least
+    MIN_ANSWERED lines (a wrong layer costs a responder more than an abstention). Null never answers."""
     rule_found = rule_layers(rows=rows, held_out=True)
-    for value in THRESHOLDS:
-        precision, answered = learned_precision(rows=rows, rule_found=rule_found, probabilities=probabilities,
-                                                threshold=value)
-        if answered and precision >= LEARNED_PRECISION:
-            return value
-    return THRESHOLDS[-1]
+    free = [index for index, found in enumerate(rule_found) if found is None]
+    top = probabilities.argmax(axis=1)
+    confidence = probabilities.max(axis=1)
+    truth = np.array([learned.CLASSES.index(row.layer or "null") for row in rows])
+    chosen = [1.0] * len(learned.CLASSES)
+    for klass in range(len(learned.CLASSES)):
+        if klass == learned.NULL_CLASS:
+            continue
+        chosen[klass] = THRESHOLDS[-1]
+        for value in THRESHOLDS:
+            answered = [index for index in free if top[index] == klass and confidence[index] >= value]
+            if len(answered) >= MIN_ANSWERED and np.mean(truth[answered] == klass) >= LEARNED_PRECISION:
+                chosen[klass] = value
+                break
+    return tuple(chosen)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -189,19 +190,25 @@ def run(*, rows: Sequence[corpus.Row] | None = None) -> Evaluation:
     held_logits = train.out_of_family_logits(rows=rows, space=space)
     scale = train.temperature(logits=held_logits, y=y)
     held_probabilities = learned.softmax(held_logits / scale)
-    threshold = choose_threshold(rows=rows, probabilities=held_probabilities)
+    thresholds = choose_thresholds(rows=rows, probabilities=held_probabilities)
     rule_held = rule_layers(rows=rows, held_out=True)
     model = learned.model()
     in_probabilities = model.probabilities(texts)
     never = np.zeros((len(rows), len(learned.CLASSES)))
     never[:, learned.NULL_CLASS] = 1.0
     return Evaluation(
-        held_out=score(rows=rows, rule_found=rule_held, probabilities=held_probabilities, threshold=threshold),
+        held_out=score(rows=rows, rule_found=rule_held, probabilities=held_probabilities, thresholds=thresholds),
         in_sample=score(rows=rows, rule_found=rule_layers(rows=rows, held_out=False),
-                        probabilities=in_probabilities, threshold=model.threshold),
+                        probabilities=in_probabilities, thresholds=model.thresholds),
         reliability=reliability(probabilities=held_probabilities, y=y),
-        rules_only_held_out=score(rows=rows, rule_found=rule_held, probabilities=never, threshold=threshold),
+        rules_only_held_out=score(rows=rows, rule_found=rule_held, probabilities=never, thresholds=thresholds),
     )
+
+
+def describe(thresholds: Sequence[float]) -> str:
+    """`scheduler 0.67, runtime 0.78, ...`: the per-layer thresholds for people."""
+    return ", ".join(f"{name} {value:.2f}" for name, value in zip(learned.CLASSES, thresholds, strict=True)
+                     if name != "null")
 
 
 def _markdown(*, evaluation: Evaluation, lines_total: int) -> dict[str, list[str]]:
@@ -214,7 +221,7 @@ def _markdown(*, evaluation: Evaluation, lines_total: int) -> dict[str, list[str
         headline.append(f"| {title} | {figures.accuracy:.1%} | {figures.abstained:.1%} |"
                         f" {figures.confidently_wrong:.1%} |")
     headline += ["", (
-        f"{lines_total:,} lines, {len(held.families)} families, threshold {held.threshold:.2f}. Line-weighted"
+        f"{lines_total:,} lines, {len(held.families)} families, thresholds {describe(held.thresholds)}. Line-weighted"
         f" held-out: accuracy {held.line_accuracy:.1%}, confidently wrong {held.line_confidently_wrong:.1%};"
         f" in-sample line-weighted accuracy {inside.line_accuracy:.1%}. The learned model adds"
         f" {100 * (held.accuracy - rules_only.accuracy):.1f} points of held-out accuracy over rules alone for"

@@ -139,20 +139,25 @@ def _strings(blob: np.ndarray) -> list[str]:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Model:
-    """The trained artifact: vocabulary, idf, linear weights, calibration, threshold and labelled examples."""
+    """The trained artifact: vocabulary, idf, linear weights, calibration, thresholds and labelled examples."""
 
     vocabulary: Vocabulary
     idf: np.ndarray
     coef: np.ndarray
     intercept: np.ndarray
     temperature: float
-    threshold: float
+    # Per class (CLASSES order): the calibrated probability at or above which the model names that layer.
+    thresholds: tuple[float, ...]
     corpus_hash: str
     examples: tuple[findings.LabelledExample, ...]
     neighbour_indptr: np.ndarray
     neighbour_rows: np.ndarray
     neighbour_values: np.ndarray
     check_logits: np.ndarray
+
+    def answers(self, *, klass: int, probability: float) -> bool:
+        """Whether a top class and its probability name a layer (never the null class; else its threshold)."""
+        return klass != NULL_CLASS and probability >= self.thresholds[klass]
 
     @property
     def words_width(self) -> int:
@@ -212,7 +217,7 @@ class Model:
         return result
 
     def predict(self, texts: Sequence[str], *, with_nearest: bool = True) -> list[Prediction]:
-        """Layer per line (None when the null class wins or the top probability is under the threshold)."""
+        """Layer per line (None when the null class wins or the top probability is under its class's threshold)."""
         predictions: list[Prediction] = []
         for start in range(0, len(texts), BATCH):
             chunk = list(texts[start : start + BATCH])
@@ -222,7 +227,7 @@ class Model:
             best = probabilities.argmax(axis=1)
             for row, klass in enumerate(best):
                 top = float(probabilities[row, klass])
-                layer = None if klass == NULL_CLASS or top < self.threshold else CLASSES[klass]
+                layer = CLASSES[klass] if self.answers(klass=int(klass), probability=top) else None
                 predictions.append(Prediction(
                     layer=layer,
                     probability=round(top, 3),
@@ -257,7 +262,7 @@ def read(*, path: Path = MODEL_PATH) -> Model:
         coef=arrays["coef"].astype(np.float64),
         intercept=arrays["intercept"].astype(np.float64),
         temperature=float(arrays["temperature"]),
-        threshold=float(arrays["threshold"]),
+        thresholds=tuple(float(value) for value in arrays["thresholds"]),
         corpus_hash=arrays["corpus_hash"].tobytes().decode("ascii"),
         examples=examples,
         neighbour_indptr=arrays["neighbour_indptr"].astype(np.int64),

@@ -2,7 +2,7 @@
 
 scikit-learn is needed here only (never at inference). Steps: one feature space for the whole corpus;
 leave-one-family-out fits give every line a held-out score; a temperature fitted on those calibrates the
-probabilities and the abstention threshold is chosen on them (evaluate.py); the final model is fitted on
+probabilities and the per-layer abstention thresholds are chosen on them (evaluate.py); the final model is fitted on
 every line and written to model.npz with the corpus hash, the labelled examples and a self-check.
 """
 
@@ -133,7 +133,7 @@ def _blob(strings: Sequence[str]) -> np.ndarray:
     return np.frombuffer("\n".join(strings).encode("utf-8"), dtype=np.uint8)
 
 
-def build(*, rows: Sequence[corpus.Row], threshold: float | None = None) -> dict[str, np.ndarray]:
+def build(*, rows: Sequence[corpus.Row], thresholds: Sequence[float] | None = None) -> dict[str, np.ndarray]:
     """Every array of the artifact, from the corpus alone (deterministic)."""
     from bot.diagnosis.classify import evaluate
 
@@ -142,8 +142,8 @@ def build(*, rows: Sequence[corpus.Row], threshold: float | None = None) -> dict
     y = labels(rows)
     held_out = out_of_family_logits(rows=rows, space=space)
     scale = temperature(logits=held_out, y=y)
-    if threshold is None:
-        threshold = evaluate.choose_threshold(rows=rows, probabilities=learned.softmax(held_out / scale))
+    if thresholds is None:
+        thresholds = evaluate.choose_thresholds(rows=rows, probabilities=learned.softmax(held_out / scale))
     idf = idf_for(space=space, members=np.ones(len(rows), dtype=bool))
     keep = idf > 0
     words_width = int(keep[: len(space.vocabulary.word_index)].sum())
@@ -161,7 +161,7 @@ def build(*, rows: Sequence[corpus.Row], threshold: float | None = None) -> dict
         "coef": coef32,
         "intercept": intercept.astype(np.float32),
         "temperature": np.array(scale, dtype=np.float64),
-        "threshold": np.array(round(threshold, 3), dtype=np.float64),
+        "thresholds": np.round(np.asarray(thresholds, dtype=np.float64), 3),
         "corpus_hash": np.frombuffer(corpus.fingerprint(rows=list(rows)).encode("ascii"), dtype=np.uint8),
         "example_texts": _blob(texts),
         "example_layers": y.astype(np.int8),
@@ -179,12 +179,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=learned.MODEL_PATH)
     parser.add_argument("--corpus", type=Path, default=corpus.CORPUS_DIR, help="folder of the labelled corpus")
     args = parser.parse_args(argv)
+    from bot.diagnosis.classify import evaluate
+
     rows = corpus.load(directory=args.corpus)
     arrays = build(rows=rows)
     learned.write(path=args.output, arrays=arrays)
     families = len({row.family for row in rows})
     print(f"trained on {len(rows)} lines from {families} families; temperature {float(arrays['temperature']):.3f},"
-          f" threshold {float(arrays['threshold']):.2f}; wrote {args.output} ({args.output.stat().st_size:,} bytes)")
+          f" thresholds {evaluate.describe(arrays['thresholds'].tolist())}; wrote {args.output} ({args.output.stat().st_size:,} bytes)")
     return 0
 
 

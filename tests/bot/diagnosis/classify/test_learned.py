@@ -27,7 +27,8 @@ def test_a_line_no_rule_explains_gets_a_learned_layer_with_three_nearest_example
     result = hybrid.classify_text(LEARNED_LINE)
     assert result.learned is True and result.rule is None
     assert result.layer is findings.Layer.WORKFLOW
-    assert result.confidence is not None and result.confidence >= learned.model().threshold
+    workflow = learned.CLASSES.index("workflow")
+    assert result.confidence is not None and result.confidence >= learned.model().thresholds[workflow]
     assert len(result.nearest) == 3
     assert all(item.text and item.family and item.layer in (*corpus.LAYERS, None) for item in result.nearest)
     assert result.next == hybrid.NEXT_BY_LAYER[findings.Layer.WORKFLOW]
@@ -39,19 +40,22 @@ def test_a_line_a_rule_explains_keeps_the_rule_and_is_not_marked_learned() -> No
     assert result.learned is False and result.confidence is None and result.nearest == ()
 
 
-def test_a_prediction_below_the_threshold_abstains() -> None:
-    strict = dataclasses.replace(learned.model(), threshold=0.999)
+def test_a_prediction_below_its_layers_threshold_abstains_whatever_the_other_layers_thresholds() -> None:
+    workflow = learned.CLASSES.index("workflow")
+    thresholds = [0.0] * len(learned.CLASSES)
+    thresholds[workflow] = 0.999
+    strict = dataclasses.replace(learned.model(), thresholds=tuple(thresholds))
     prediction = strict.predict([LEARNED_LINE])[0]
     assert prediction.probability < 0.999
     assert prediction.layer is None
 
 
-def test_every_learned_layer_on_the_corpus_is_at_or_above_the_threshold_and_never_the_null_class() -> None:
+def test_every_learned_layer_on_the_corpus_is_at_or_above_its_layers_threshold_and_never_the_null_class() -> None:
     model = learned.model()
     texts = [row.text for row in corpus.load()][:400]
     for prediction in model.predict(texts, with_nearest=False):
         if prediction.layer is not None:
-            assert prediction.probability >= model.threshold
+            assert prediction.probability >= model.thresholds[learned.CLASSES.index(prediction.layer)]
             assert prediction.layer != "null"
 
 
@@ -120,7 +124,8 @@ def test_the_train_command_rebuilds_the_artifact_byte_for_byte(tmp_path: Path) -
         assert "trained on 10 lines from 2 families" in result.output
     assert outputs[0].read_bytes() == outputs[1].read_bytes()
     model = learned.read(path=outputs[0])
-    assert len(model.examples) == 10 and 0.0 < model.threshold <= 1.0
+    assert len(model.examples) == 10 and len(model.thresholds) == len(learned.CLASSES)
+    assert all(0.0 < value <= 1.0 for value in model.thresholds)
 
 
 def test_a_bad_corpus_row_is_refused_naming_its_file_and_line(tmp_path: Path) -> None:
