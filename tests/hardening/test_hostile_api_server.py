@@ -1,6 +1,7 @@
 """A hostile Kubernetes API server is bounded on our side: a list that ignores `limit`, a log that ignores
 `limitBytes` and an answer dripping a byte at a time cost a capped amount of memory and end at the deadline,
-and a step abandoned at the deadline does not keep the process alive."""
+a step abandoned at the deadline does not keep the process alive, and an answer of the wrong shape is refused
+by name (the collectors read wire JSON, not the client's models, so the shape is checked where it is read)."""
 
 from __future__ import annotations
 
@@ -69,6 +70,11 @@ class Hostile(http.server.BaseHTTPRequestHandler):
                     yield (b"," if index else b"") + json.dumps(_pod(index)).encode()
                 yield b"]}"
             self._body(pods(), content_type="application/json")
+        elif "/misshapen/" in self.path:
+            body = {"array": b'[{"metadata": {}}]', "not-json": b"<html>proxy error</html>",
+                    "items-string": b'{"kind": "PodList", "metadata": {}, "items": "abc"}',
+                    "items-of-numbers": b'{"kind": "PodList", "metadata": {}, "items": [1, 2]}'}[self.path.split("?")[0].split("/")[2]]
+            self._body(iter([body]), content_type="application/json", length=len(body))
         elif "/drip" in self.path:
             def drip() -> Iterator[bytes]:
                 for _ in range(10_000):
@@ -193,3 +199,17 @@ def test_the_drip_server_really_drips(hostile_kubeconfig: Path) -> None:
         sock.sendall(b"GET /drip HTTP/1.1\r\nHost: x\r\n\r\n")
         head = sock.recv(4096)
         assert b"Content-Length: 10000" in head
+
+
+@pytest.mark.parametrize("shape", ["array", "not-json"])
+def test_an_answer_that_is_not_a_json_object_is_refused_by_name(hostile_kubeconfig: Path, shape: str) -> None:
+    caller = _caller(hostile_kubeconfig, deadline_seconds=10, call_timeout_seconds=5)
+    with pytest.raises(CollectorFailure, match="get thing: the answer is not a JSON object"):
+        caller.get(f"/misshapen/{shape}", what="get thing")
+
+
+@pytest.mark.parametrize("shape", ["items-string", "items-of-numbers"])
+def test_a_list_whose_items_are_not_objects_is_refused_by_name(hostile_kubeconfig: Path, shape: str) -> None:
+    caller = _caller(hostile_kubeconfig, deadline_seconds=10, call_timeout_seconds=5)
+    with pytest.raises(CollectorFailure, match="list things: the answer is not a list of objects"):
+        caller.list_all(f"/misshapen/{shape}", what="list things")

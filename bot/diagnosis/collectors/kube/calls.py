@@ -87,6 +87,8 @@ class Caller:
             raise DeadlineExceeded(f"{what}: no answer within {timeout:.1f}s") from None
         except urllib3.exceptions.HTTPError as exc:
             raise ClusterUnreachable(f"{what}: {exc}") from None
+        except ValueError:  # a body that is not JSON (a proxy's HTML page, a cut answer)
+            found = None
         if not text and not isinstance(found, dict):
             raise CollectorFailure(outcome=CollectorOutcome.ERROR,
                                    detail=f"{what}: the answer is not a JSON object; not read")
