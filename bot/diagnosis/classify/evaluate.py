@@ -68,7 +68,7 @@ def decide(*, rule_layer: str | None, probabilities: np.ndarray,
     if rule_layer is not None:
         return rule_layer, False
     klass = int(probabilities.argmax())
-    if klass == learned.NULL_CLASS or probabilities[klass] < thresholds[klass]:
+    if not learned.names_layer(klass=klass, probability=float(probabilities[klass]), thresholds=thresholds):
         return None, False
     return learned.CLASSES[klass], True
 
@@ -134,15 +134,16 @@ def score(
     )
 
 
-def choose_thresholds(*, rows: Sequence[corpus.Row], probabilities: np.ndarray) -> tuple[float, ...]:
+def choose_thresholds(
+    *, rule_found: Sequence[str | None], y: np.ndarray, probabilities: np.ndarray
+) -> tuple[float, ...]:
     """On held-out families only, per layer: the lowest threshold at which the learned model's answers of that
-    layer (on lines no held-out rule decided) are right LEARNED_PRECISION of the time, over at least
-    MIN_ANSWERED lines (a wrong layer costs a responder more than an abstention). Null never answers."""
-    rule_found = rule_layers(rows=rows, held_out=True)
+    layer (on lines no held-out rule decided: `rule_found` from `rule_layers(held_out=True)`) are right
+    LEARNED_PRECISION of the time against the class indices `y`, over at least MIN_ANSWERED lines (a wrong
+    layer costs a responder more than an abstention). Null never answers."""
     free = [index for index, found in enumerate(rule_found) if found is None]
     top = probabilities.argmax(axis=1)
     confidence = probabilities.max(axis=1)
-    truth = np.array([learned.CLASSES.index(row.layer or "null") for row in rows])
     chosen = [1.0] * len(learned.CLASSES)
     for klass in range(len(learned.CLASSES)):
         if klass == learned.NULL_CLASS:
@@ -150,7 +151,7 @@ def choose_thresholds(*, rows: Sequence[corpus.Row], probabilities: np.ndarray) 
         chosen[klass] = THRESHOLDS[-1]
         for value in THRESHOLDS:
             answered = [index for index in free if top[index] == klass and confidence[index] >= value]
-            if len(answered) >= MIN_ANSWERED and np.mean(truth[answered] == klass) >= LEARNED_PRECISION:
+            if len(answered) >= MIN_ANSWERED and np.mean(y[answered] == klass) >= LEARNED_PRECISION:
                 chosen[klass] = value
                 break
     return tuple(chosen)
@@ -190,8 +191,8 @@ def run(*, rows: Sequence[corpus.Row] | None = None) -> Evaluation:
     held_logits = train.out_of_family_logits(rows=rows, space=space)
     scale = train.temperature(logits=held_logits, y=y)
     held_probabilities = learned.softmax(held_logits / scale)
-    thresholds = choose_thresholds(rows=rows, probabilities=held_probabilities)
     rule_held = rule_layers(rows=rows, held_out=True)
+    thresholds = choose_thresholds(rule_found=rule_held, y=y, probabilities=held_probabilities)
     model = learned.model()
     in_probabilities = model.probabilities(texts)
     never = np.zeros((len(rows), len(learned.CLASSES)))

@@ -155,10 +155,6 @@ class Model:
     neighbour_values: np.ndarray
     check_logits: np.ndarray
 
-    def answers(self, *, klass: int, probability: float) -> bool:
-        """Whether a top class and its probability name a layer (never the null class; else its threshold)."""
-        return klass != NULL_CLASS and probability >= self.thresholds[klass]
-
     @property
     def words_width(self) -> int:
         """Where byte n-gram features start."""
@@ -227,7 +223,8 @@ class Model:
             best = probabilities.argmax(axis=1)
             for row, klass in enumerate(best):
                 top = float(probabilities[row, klass])
-                layer = CLASSES[klass] if self.answers(klass=int(klass), probability=top) else None
+                layer = CLASSES[klass] if names_layer(klass=int(klass), probability=top,
+                                                      thresholds=self.thresholds) else None
                 predictions.append(Prediction(
                     layer=layer,
                     probability=round(top, 3),
@@ -236,6 +233,11 @@ class Model:
                     nearest=nearest[row],
                 ))
         return predictions
+
+
+def names_layer(*, klass: int, probability: float, thresholds: Sequence[float]) -> bool:
+    """Whether a top class and its probability name a layer: never the null class, else at its threshold."""
+    return klass != NULL_CLASS and probability >= thresholds[klass]
 
 
 def softmax(scores: np.ndarray) -> np.ndarray:

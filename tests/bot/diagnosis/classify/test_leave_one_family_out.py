@@ -78,16 +78,15 @@ def test_every_rule_read_from_the_held_out_family_is_switched_off_even_with_othe
 
 
 def test_each_layer_gets_the_lowest_threshold_at_which_its_learned_answers_are_right_nine_times_in_ten() -> None:
-    from bot.diagnosis.classify import corpus, learned
+    from bot.diagnosis.classify import learned
 
-    rows = [corpus.Row(text=f"qqzx line {index} wvvk", layer="scheduler" if index < 16 else "runtime",
-                       family="f", source="https://example.org", origin="test") for index in range(24)]
-    probabilities = np.zeros((len(rows), len(learned.CLASSES)))
     scheduler, runtime = learned.CLASSES.index("scheduler"), learned.CLASSES.index("runtime")
+    y = np.array([scheduler if index < 16 else runtime for index in range(24)])
+    probabilities = np.zeros((len(y), len(learned.CLASSES)))
     probabilities[:10, scheduler] = 0.9  # ten right scheduler answers at 0.9
     probabilities[10:16, runtime] = 0.9  # six scheduler lines the model calls runtime at 0.9 ...
     probabilities[16:, runtime] = 0.6  # ... and eight right runtime answers at only 0.6
-    thresholds = evaluate.choose_thresholds(rows=rows, probabilities=probabilities)
+    thresholds = evaluate.choose_thresholds(rule_found=[None] * len(y), y=y, probabilities=probabilities)
     assert thresholds[scheduler] == pytest.approx(evaluate.THRESHOLDS[0])
     assert thresholds[runtime] == pytest.approx(evaluate.THRESHOLDS[-1]), "8 right of 14 never reaches 90%"
     assert thresholds[learned.NULL_CLASS] == 1.0
