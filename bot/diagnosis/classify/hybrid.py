@@ -39,9 +39,6 @@ NEXT_BY_LAYER: dict[findings.Layer, str] = {
 }
 
 
-Nearest = findings.LabelledExample
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Result:
     """Per line: the layer (None: abstain), the rule or `learned`, scope, next step, and for learned answers
@@ -54,7 +51,7 @@ class Result:
     title: str = ""
     learned: bool = False
     confidence: float | None = None
-    nearest: tuple[Nearest, ...] = ()
+    nearest: tuple[findings.LabelledExample, ...] = ()
     weak_rule: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,8 +113,7 @@ def _from_model(prediction: learned.Prediction) -> Result:
         title=f"Learned: reads like a {layer.value} problem ({prediction.probability:.0%}); no rule matched",
         learned=True,
         confidence=prediction.probability,
-        nearest=tuple(Nearest(text=item.text, layer=item.layer, family=item.family)
-                      for item in prediction.nearest),
+        nearest=prediction.nearest,
     )
 
 
@@ -209,6 +205,6 @@ def learned_findings(*, pairs: Sequence[tuple[findings.Observation, str]]) -> li
             subject=obs.subject,
             learned=True,
             confidence=best.probability,
-            nearest=tuple(Nearest(text=item.text, layer=item.layer, family=item.family) for item in best.nearest),
+            nearest=best.nearest,
         ))
     return sorted(found, key=lambda item: -(item.confidence or 0.0))
