@@ -26,7 +26,7 @@ def _list(ctx: KubeContext, sink: Sink, selector: str) -> list[dict[str, Any]]:
                                           query={"labelSelector": selector}, what=f"list pods -l {selector}")
     if truncated:
         sink.truncate(f"pod list capped at {ctx.caller.budget.bounds.max_items_per_list}")
-    return [pod for pod in pods]
+    return pods
 
 
 def _selectors(ctx: KubeContext) -> tuple[list[str], bool]:
