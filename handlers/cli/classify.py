@@ -30,8 +30,9 @@ def _nearest_column(result: hybrid.Result) -> str:
 def render_line(*, text: str, output: OutputFormat) -> str:
     """One classified line in the chosen format; `layer` is null (or '-') when unknown.
 
-    A learned answer (no rule matched) says so: JSON adds `learned`, `confidence` and `nearest`; the text
-    format shows `learned:<confidence>` as the rule and the nearest labelled lines in a fifth column.
+    A learned answer (no rule matched) says so: JSON adds `learned`, `confidence` and `nearest` (and `known`
+    when the labelled corpus holds the line); the text format shows `learned:<confidence>` (or `known`) as
+    the rule and the nearest labelled lines in a fifth column.
     """
     result = hybrid.classify_text(text)
     if output is OutputFormat.JSON:
@@ -39,13 +40,16 @@ def render_line(*, text: str, output: OutputFormat) -> str:
         row = {key: data[key] for key in ("layer", "rule", "scope", "next")}
         if result.learned:
             row.update(learned=True, confidence=data["confidence"], nearest=data["nearest"])
+            if result.known:
+                row.update(known=True)
         elif result.weak_rule:
             row.update(weak_rule=True)
         return json.dumps({"text": text, **row})
     layer = result.layer.value if result.layer else "-"
     scope = result.scope.value if result.scope else "-"
     if result.learned:
-        return f"{layer}\tlearned:{result.confidence:.2f}\t{scope}\t{result.next}\t{_nearest_column(result)}"
+        how = "known" if result.known else f"learned:{result.confidence:.2f}"
+        return f"{layer}\t{how}\t{scope}\t{result.next}\t{_nearest_column(result)}"
     return f"{layer}\t{result.rule or '-'}\t{scope}\t{result.next or '-'}"
 
 

@@ -62,11 +62,37 @@ def rule_layers(*, rows: Sequence[corpus.Row], held_out: bool) -> list[str | Non
     return found
 
 
-def decide(*, rule_layer: str | None, probabilities: np.ndarray,
-           thresholds: Sequence[float]) -> tuple[str | None, bool]:
-    """Hybrid decision for one line: (layer or None, whether the learned model gave it)."""
+# A line no other corpus row holds (the known-line look-up has nothing to say).
+UNKNOWN = "unknown"
+
+
+def known_layers(*, rows: Sequence[corpus.Row], held_out: bool) -> list[str | None]:
+    """The known-line look-up's answer per line (learned.known_lines): the label of the corpus rows holding the
+    same folded text, None when they disagree, UNKNOWN when none does; held_out looks only at other families."""
+    folded = [learned.normalise(" ".join(row.text.split())) for row in rows]
+    groups: dict[str, list[int]] = collections.defaultdict(list)
+    for index, text in enumerate(folded):
+        groups[text].append(index)
+    found: list[str | None] = []
+    for index, row in enumerate(rows):
+        others = [other for other in groups[folded[index]] if not held_out or rows[other].family != row.family]
+        if not others:
+            found.append(UNKNOWN)
+            continue
+        table = learned.known_lines([(folded[other], rows[other].layer) for other in others])
+        first = table[folded[index]]
+        found.append(rows[others[first]].layer if first >= 0 else None)
+    return found
+
+
+def decide(*, rule_layer: str | None, probabilities: np.ndarray, thresholds: Sequence[float],
+           known: str | None = UNKNOWN) -> tuple[str | None, bool]:
+    """Hybrid decision for one line: (layer or None, whether the learned path gave it): a rule, else the
+    known-line look-up, else the model at its layer's threshold."""
     if rule_layer is not None:
         return rule_layer, False
+    if known != UNKNOWN:
+        return known, known is not None
     klass = int(probabilities.argmax())
     if not learned.names_layer(klass=klass, probability=float(probabilities[klass]), thresholds=thresholds):
         return None, False
@@ -101,12 +127,15 @@ class Score:
 
 def score(
     *, rows: Sequence[corpus.Row], rule_found: Sequence[str | None], probabilities: np.ndarray,
-    thresholds: Sequence[float],
+    thresholds: Sequence[float], known: Sequence[str | None] | None = None,
 ) -> Score:
-    """Per-family accuracy, abstentions and confidently-wrong for one set of decisions."""
+    """Per-family accuracy, abstentions and confidently-wrong for one set of decisions (`known`: the
+    known-line look-up's answers from known_layers; None leaves the look-up out)."""
     tallies: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
-    for row, rule_layer, probs in zip(rows, rule_found, probabilities, strict=True):
-        layer, by_model = decide(rule_layer=rule_layer, probabilities=probs, thresholds=thresholds)
+    known = [UNKNOWN] * len(rows) if known is None else known
+    for row, rule_layer, probs, corpus_layer in zip(rows, rule_found, probabilities, known, strict=True):
+        layer, by_model = decide(rule_layer=rule_layer, probabilities=probs, thresholds=thresholds,
+                                 known=corpus_layer)
         tally = tallies[row.family]
         tally["lines"] += 1
         tally["right"] += layer == row.layer
@@ -135,13 +164,17 @@ def score(
 
 
 def choose_thresholds(
-    *, rule_found: Sequence[str | None], y: np.ndarray, probabilities: np.ndarray
+    *, rule_found: Sequence[str | None], y: np.ndarray, probabilities: np.ndarray,
+    known: Sequence[str | None] | None = None,
 ) -> tuple[float, ...]:
     """On held-out families only, per layer: the lowest threshold at which the learned model's answers of that
-    layer (on lines no held-out rule decided: `rule_found` from `rule_layers(held_out=True)`) are right
-    LEARNED_PRECISION of the time against the class indices `y`, over at least MIN_ANSWERED lines (a wrong
-    layer costs a responder more than an abstention). Null never answers."""
-    free = [index for index, found in enumerate(rule_found) if found is None]
+    layer (on lines no held-out rule decided, `rule_found` from `rule_layers(held_out=True)`, and no other
+    family's corpus row holds, `known` from `known_layers(held_out=True)`) are right LEARNED_PRECISION of the
+    time against the class indices `y`, over at least MIN_ANSWERED lines (a wrong layer costs a responder
+    more than an abstention). Null never answers."""
+    known = [UNKNOWN] * len(rule_found) if known is None else known
+    free = [index for index, (found, corpus_layer) in enumerate(zip(rule_found, known, strict=True))
+            if found is None and corpus_layer == UNKNOWN]
     top = probabilities.argmax(axis=1)
     confidence = probabilities.max(axis=1)
     chosen = [1.0] * len(learned.CLASSES)
@@ -163,6 +196,8 @@ class Evaluation:
 
     held_out: Score
     in_sample: Score
+    # In-sample without the known-line look-up: how well rules and the model alone fit the corpus.
+    in_sample_without_known: Score
     reliability: tuple[tuple[float, float, int], ...]
     rules_only_held_out: Score
 
@@ -192,18 +227,48 @@ def run(*, rows: Sequence[corpus.Row] | None = None) -> Evaluation:
     scale = train.temperature(logits=held_logits, y=y)
     held_probabilities = learned.softmax(held_logits / scale)
     rule_held = rule_layers(rows=rows, held_out=True)
-    thresholds = choose_thresholds(rule_found=rule_held, y=y, probabilities=held_probabilities)
+    known_held = known_layers(rows=rows, held_out=True)
+    thresholds = choose_thresholds(rule_found=rule_held, y=y, probabilities=held_probabilities, known=known_held)
     model = learned.model()
     in_probabilities = model.probabilities(texts)
+    rule_in = rule_layers(rows=rows, held_out=False)
     never = np.zeros((len(rows), len(learned.CLASSES)))
     never[:, learned.NULL_CLASS] = 1.0
     return Evaluation(
-        held_out=score(rows=rows, rule_found=rule_held, probabilities=held_probabilities, thresholds=thresholds),
-        in_sample=score(rows=rows, rule_found=rule_layers(rows=rows, held_out=False),
-                        probabilities=in_probabilities, thresholds=model.thresholds),
+        held_out=score(rows=rows, rule_found=rule_held, probabilities=held_probabilities, thresholds=thresholds,
+                       known=known_held),
+        in_sample=score(rows=rows, rule_found=rule_in, probabilities=in_probabilities,
+                        thresholds=model.thresholds, known=known_layers(rows=rows, held_out=False)),
+        in_sample_without_known=score(rows=rows, rule_found=rule_in, probabilities=in_probabilities,
+                                      thresholds=model.thresholds),
         reliability=reliability(probabilities=held_probabilities, y=y),
         rules_only_held_out=score(rows=rows, rule_found=rule_held, probabilities=never, thresholds=thresholds),
     )
+
+
+def unseen(*, rows: Sequence[corpus.Row]) -> Score:
+    """The shipped classifier (every rule, the packaged model) on lines it was never built from: a new family
+    scored before it joins the corpus is the one figure no rule or training run has seen."""
+    results = hybrid.classify_texts([row.text for row in rows])
+    rule_found = [result.layer.value if result.layer and not result.learned else None for result in results]
+    probabilities = np.zeros((len(rows), len(learned.CLASSES)))
+    for index, result in enumerate(results):
+        klass = learned.CLASSES.index(result.layer.value) if result.learned and result.layer else learned.NULL_CLASS
+        probabilities[index, klass] = 1.0
+    return score(rows=rows, rule_found=rule_found, probabilities=probabilities,
+                 thresholds=[1.0] * len(learned.CLASSES))
+
+
+def unseen_table(*, figures: Score) -> list[str]:
+    """Markdown rows for a never-seen families' score: per family, then the mean over them."""
+    table = ["| family | lines | accuracy | abstained | confidently wrong | by rules | by model |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for item in sorted(figures.families, key=lambda family: (family.accuracy, family.family)):
+        table.append(f"| {item.family} | {item.lines} | {item.accuracy:.0%} | {item.abstained:.0%} |"
+                     f" {item.confidently_wrong:.0%} | {item.by_rules:.0%} | {item.by_model:.0%} |")
+    table.append(f"| **mean over {len(figures.families)} families** | {sum(i.lines for i in figures.families)} |"
+                 f" **{figures.accuracy:.1%}** | {figures.abstained:.1%} | **{figures.confidently_wrong:.1%}** | | |")
+    return table
 
 
 def describe(thresholds: Sequence[float]) -> str:
@@ -218,7 +283,9 @@ def _markdown(*, evaluation: Evaluation, lines_total: int) -> dict[str, list[str
     headline = ["| | accuracy | abstained | confidently wrong |", "|---|---:|---:|---:|"]
     for title, figures in (("Hybrid, held-out family (LOFO, the headline)", held),
                            ("Rules alone, held-out family", rules_only),
-                           ("Hybrid, in-sample corpus (full rules, model trained on everything)", inside)):
+                           ("Hybrid, in-sample corpus (full rules, model trained on everything)", inside),
+                           ("In-sample without the known-line look-up (rules and model alone)",
+                            evaluation.in_sample_without_known)):
         headline.append(f"| {title} | {figures.accuracy:.1%} | {figures.abstained:.1%} |"
                         f" {figures.confidently_wrong:.1%} |")
     headline += ["", (
@@ -249,6 +316,23 @@ def update_docs(*, path: Path) -> Evaluation:
     return evaluation
 
 
-if __name__ == "__main__":
-    # python -m bot.diagnosis.classify.evaluate   -> refreshes docs/classification.md's figures
+def main(argv: Sequence[str] | None = None) -> int:
+    """Refresh docs/classification.md's figures, or (--unseen FILE...) score the shipped classifier on new files."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--unseen", nargs="+", type=Path, metavar="FILE",
+                        help="corpus-format JSONL files of families not in the corpus: score them and print a table")
+    args = parser.parse_args(argv)
+    if args.unseen:
+        rows = [row for path in args.unseen for row in corpus.read_file(path=path)]
+        print("\n".join(unseen_table(figures=unseen(rows=rows))))
+        return 0
     update_docs(path=Path(__file__).resolve().parents[3] / "docs" / "classification.md")
+    return 0
+
+
+if __name__ == "__main__":
+    # python -m bot.diagnosis.classify.evaluate            -> refreshes docs/classification.md's figures
+    # python -m bot.diagnosis.classify.evaluate --unseen F  -> the shipped classifier on a family it never saw
+    raise SystemExit(main())

@@ -53,6 +53,8 @@ class Result:
     confidence: float | None = None
     nearest: tuple[findings.LabelledExample, ...] = ()
     weak_rule: bool = False
+    # The labelled corpus holds this line: the layer is its label and nearest[0] is that row.
+    known: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; `layer` is null when unknown."""
@@ -110,11 +112,19 @@ def _from_model(prediction: learned.Prediction) -> Result:
         rule=None,
         scope=findings.Scope.WORKLOAD if layer is findings.Layer.WORKFLOW else None,
         next=NEXT_BY_LAYER[layer],
-        title=f"Learned: reads like a {layer.value} problem ({prediction.probability:.0%}); no rule matched",
+        title=_title(prediction=prediction, layer=layer),
         learned=True,
         confidence=prediction.probability,
         nearest=prediction.nearest,
+        known=prediction.known,
     )
+
+
+def _title(*, prediction: learned.Prediction, layer: findings.Layer) -> str:
+    if prediction.known and prediction.nearest:
+        return (f"Known line: the labelled corpus gives it {layer.value} ({prediction.nearest[0].family});"
+                " no rule matched")
+    return f"Learned: reads like a {layer.value} problem ({prediction.probability:.0%}); no rule matched"
 
 
 def classify_texts(texts: Sequence[str]) -> list[Result]:
@@ -193,8 +203,10 @@ def learned_findings(*, pairs: Sequence[tuple[findings.Observation, str]]) -> li
             layer=layer,
             rule=f"learned.{layer.value}",
             severity=_LEARNED_SEVERITY,
-            summary=f"Learned, no rule matched: reads like {layer.value} ({best.probability:.0%}){count}: "
-                    f"{text[:200]}",
+            summary=(f"Known line, no rule matched: the labelled corpus gives it {layer.value}{count}: "
+                     if best.known else
+                     f"Learned, no rule matched: reads like {layer.value} ({best.probability:.0%}){count}: ")
+                    + text[:200],
             evidence=tuple(
                 findings.Evidence(source=item_obs.source, command=item_obs.command, excerpt=item_text[:4000],
                                   observed_at=item_obs.observed_at, observed=item_text[:200])

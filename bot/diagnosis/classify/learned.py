@@ -1,5 +1,9 @@
 """The learned layer model at inference time: numpy only (never scikit-learn), loaded on first use.
 
+A line the labelled corpus already holds (the same text once numbers, ids and addresses are folded) is a
+known line: it takes the corpus's label (null included: the corpus says that line alone cannot decide) with
+that row as its evidence, before the linear model is asked.
+
 Features are the same for training (train.py) and here, because both call the functions below: a line is
 lower-cased, long lines keep their head and tail, hex, ids and digits are folded, then it becomes word
 unigrams and bigrams plus byte 3-, 4- and 5-grams (exact, packed into integers, so no hashing collisions).
@@ -28,6 +32,8 @@ HEAD_CHARS = 480
 TAIL_CHARS = 160
 MODEL_PATH = Path(__file__).with_name("model.npz")
 BATCH = 512
+# A known line's confidence: the corpus label, which held out agreed on every line another family repeated.
+KNOWN_CONFIDENCE = 0.95
 _HEX = re.compile(r"0x[0-9a-f]+")
 _ID = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,}\b")
 _DIGITS = re.compile(r"\d+")
@@ -129,6 +135,8 @@ class Prediction:
     probability: float
     probabilities: dict[str, float]
     nearest: tuple[findings.LabelledExample, ...] = ()
+    # The corpus holds this line (up to folded numbers and ids): `layer` is its label, `nearest[0]` its row.
+    known: bool = False
 
 
 def _strings(blob: np.ndarray) -> list[str]:
@@ -154,6 +162,12 @@ class Model:
     neighbour_rows: np.ndarray
     neighbour_values: np.ndarray
     check_logits: np.ndarray
+
+    @functools.cached_property
+    def known(self) -> dict[str, int]:
+        """Folded text of every labelled line -> the index of its example; lines the corpus labels differently
+        once folded map to -1 (the corpus disagrees with itself, so the line alone cannot decide)."""
+        return known_lines([(normalise(example.text), example.layer) for example in self.examples])
 
     @property
     def words_width(self) -> int:
@@ -222,6 +236,9 @@ class Model:
             nearest = self._nearest(features, n_rows=len(chunk)) if with_nearest else [() for _ in chunk]
             best = probabilities.argmax(axis=1)
             for row, klass in enumerate(best):
+                if (index := self.known.get(normalise(chunk[row]))) is not None:
+                    predictions.append(self._known(index=index, nearest=nearest[row]))
+                    continue
                 top = float(probabilities[row, klass])
                 layer = CLASSES[klass] if names_layer(klass=int(klass), probability=top,
                                                       thresholds=self.thresholds) else None
@@ -233,6 +250,30 @@ class Model:
                     nearest=nearest[row],
                 ))
         return predictions
+
+    def _known(self, *, index: int, nearest: tuple[findings.LabelledExample, ...]) -> Prediction:
+        """The corpus's own answer for a line it holds; -1 (labels that disagree) abstains."""
+        if index < 0:
+            return Prediction(layer=None, probability=KNOWN_CONFIDENCE, probabilities={}, nearest=nearest,
+                              known=True)
+        example = self.examples[index]
+        others = tuple(item for item in nearest if item != example)[:2]
+        return Prediction(layer=example.layer, probability=KNOWN_CONFIDENCE,
+                          probabilities={name: KNOWN_CONFIDENCE if name == (example.layer or "null") else 0.0
+                                         for name in CLASSES},
+                          nearest=(example, *others), known=True)
+
+
+def known_lines(folded: Sequence[tuple[str, str | None]]) -> dict[str, int]:
+    """Folded text -> index of the first row holding it, or -1 when rows holding it disagree on the layer."""
+    table: dict[str, int] = {}
+    for index, (text, layer) in enumerate(folded):
+        first = table.get(text)
+        if first is None:
+            table[text] = index
+        elif first >= 0 and folded[first][1] != layer:
+            table[text] = -1
+    return table
 
 
 def names_layer(*, klass: int, probability: float, thresholds: Sequence[float]) -> bool:

@@ -144,7 +144,8 @@ def build(*, rows: Sequence[corpus.Row], thresholds: Sequence[float] | None = No
     scale = temperature(logits=held_out, y=y)
     if thresholds is None:
         thresholds = evaluate.choose_thresholds(rule_found=evaluate.rule_layers(rows=rows, held_out=True), y=y,
-                                                probabilities=learned.softmax(held_out / scale))
+                                                probabilities=learned.softmax(held_out / scale),
+                                                known=evaluate.known_layers(rows=rows, held_out=True))
     idf = idf_for(space=space, members=np.ones(len(rows), dtype=bool))
     keep = idf > 0
     words_width = int(keep[: len(space.vocabulary.word_index)].sum())

@@ -18,8 +18,10 @@ from bot.evidence import findings
 from handlers.main import typer_app
 from tests.support.paths import ROOT
 
-# No rule names this vLLM configuration check; the corpus holds its siblings from other models.
-LEARNED_LINE = "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (3)."
+# No rule names this vLLM-style configuration check and the corpus does not hold it; it holds its siblings.
+LEARNED_LINE = "ValueError: Number of attention heads (40) must be divisible by tensor parallel size (3)."
+# The corpus holds this one (vllm's, with other numbers): a known line.
+KNOWN_LINE = "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (3)."
 RULE_LINE = "0/8 nodes are available: 8 Insufficient nvidia.com/gpu."
 
 
@@ -32,6 +34,39 @@ def test_a_line_no_rule_explains_gets_a_learned_layer_with_three_nearest_example
     assert len(result.nearest) == 3
     assert all(item.text and item.family and item.layer in (*corpus.LAYERS, None) for item in result.nearest)
     assert result.next == hybrid.NEXT_BY_LAYER[findings.Layer.WORKFLOW]
+
+
+def test_a_line_no_rule_explains_and_the_model_only_reads_is_not_marked_known() -> None:
+    result = hybrid.classify_text(LEARNED_LINE)
+    assert result.known is False
+    assert result.title.startswith("Learned: reads like a workflow problem")
+
+
+def test_a_line_the_corpus_holds_up_to_numbers_takes_the_corpus_label_with_that_row_first_in_its_evidence() -> None:
+    result = hybrid.classify_text(KNOWN_LINE)
+    assert result.learned is True and result.known is True and result.rule is None
+    assert result.layer is findings.Layer.WORKFLOW
+    assert result.confidence == learned.KNOWN_CONFIDENCE
+    first = result.nearest[0]
+    assert first.family == "vllm" and learned.normalise(first.text) == learned.normalise(KNOWN_LINE)
+    assert first.text != KNOWN_LINE, "the corpus row has other numbers: folding matched it"
+    assert result.title.startswith("Known line: the labelled corpus gives it workflow (vllm)")
+
+
+def test_a_known_null_line_abstains_even_where_the_model_would_name_a_layer() -> None:
+    model = learned.model()
+    assert model.predict([LEARNED_LINE], with_nearest=False)[0].layer == "workflow"
+    labelled_null = dataclasses.replace(model, examples=(
+        findings.LabelledExample(text=LEARNED_LINE.replace("40", "48"), layer=None, family="vllm"),
+    ))
+    (prediction,) = labelled_null.predict([LEARNED_LINE], with_nearest=False)
+    assert prediction.known is True and prediction.layer is None
+
+
+def test_lines_the_corpus_labels_differently_once_folded_are_known_to_be_undecidable() -> None:
+    table = learned.known_lines([("gpu 0 failed", "runtime"), ("gpu 0 failed", "fabric"), ("gpu 0 ok", None),
+                                 ("gpu 0 ok", None)])
+    assert table == {"gpu 0 failed": -1, "gpu 0 ok": 2}
 
 
 def test_a_line_a_rule_explains_keeps_the_rule_and_is_not_marked_learned() -> None:

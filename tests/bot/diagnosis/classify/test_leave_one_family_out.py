@@ -6,16 +6,20 @@ the classifier improves. Speed is measured in bench/bench_classify.py, never ass
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from bot.diagnosis.classify import evaluate
+from bot.diagnosis.classify import corpus, evaluate
 
 # Measured (docs/classification.md), minus a margin for corpus growth.
-FLOOR_HELD_OUT_ACCURACY = 0.61
+FLOOR_HELD_OUT_ACCURACY = 0.56
 CEILING_HELD_OUT_CONFIDENTLY_WRONG = 0.03
-FLOOR_IN_SAMPLE_ACCURACY = 0.92
-FLOOR_LEARNED_GAIN = 0.15
+FLOOR_IN_SAMPLE_ACCURACY = 0.97
+FLOOR_IN_SAMPLE_WITHOUT_KNOWN_LINES = 0.79
+FLOOR_LEARNED_GAIN = 0.10
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +46,48 @@ def test_the_learned_model_adds_accuracy_over_rules_alone_on_held_out_families(
 
 def test_in_sample_accuracy_stays_above_its_floor(evaluation: evaluate.Evaluation) -> None:
     assert evaluation.in_sample.accuracy >= FLOOR_IN_SAMPLE_ACCURACY
+
+
+def test_rules_and_model_alone_fit_the_corpus_above_their_floor_without_the_known_line_look_up(
+    evaluation: evaluate.Evaluation,
+) -> None:
+    assert evaluation.in_sample_without_known.accuracy >= FLOOR_IN_SAMPLE_WITHOUT_KNOWN_LINES
+    assert evaluation.in_sample_without_known.accuracy < evaluation.in_sample.accuracy
+
+
+def _row(text: str, layer: str | None, family: str) -> corpus.Row:
+    return corpus.Row(text=text, layer=layer, family=family, source="https://example.org", origin="test")
+
+
+def test_held_out_a_known_line_is_looked_up_only_in_other_families_and_a_disagreement_abstains() -> None:
+    rows = [
+        _row("GPU 3 fell off the bus", "runtime", "a"),
+        _row("GPU 7 fell off the bus", "runtime", "a"),  # the same line once numbers fold, same family
+        _row("gpu 5 fell off the bus", "runtime", "b"),
+        _row("queue 1 is closed", "scheduler", "a"),
+        _row("queue 2 is closed", None, "b"),
+        _row("queue 9 is closed", "scheduler", "c"),
+        _row("only here", "workflow", "c"),
+    ]
+    held = evaluate.known_layers(rows=rows, held_out=True)
+    assert held[:3] == ["runtime", "runtime", "runtime"]
+    assert held[3] is None and held[5] is None, "the other families disagree: the line alone cannot decide"
+    assert held[4] == "scheduler", "families a and c agree"
+    assert held[6] == evaluate.UNKNOWN
+    inside = evaluate.known_layers(rows=rows, held_out=False)
+    assert inside[6] == "workflow" and inside[3] is None
+
+
+def test_a_rule_answers_before_a_known_line_and_a_known_line_before_the_model() -> None:
+    probabilities = np.array([0.0, 0.0, 0.0, 0.99, 0.01])
+    thresholds = [0.5] * 5
+    assert evaluate.decide(rule_layer="fabric", probabilities=probabilities, thresholds=thresholds,
+                           known="runtime") == ("fabric", False)
+    assert evaluate.decide(rule_layer=None, probabilities=probabilities, thresholds=thresholds,
+                           known="runtime") == ("runtime", True)
+    assert evaluate.decide(rule_layer=None, probabilities=probabilities, thresholds=thresholds,
+                           known=None) == (None, False)
+    assert evaluate.decide(rule_layer=None, probabilities=probabilities, thresholds=thresholds) == ("workflow", True)
 
 
 def test_every_family_is_scored_and_the_figures_are_fractions(evaluation: evaluate.Evaluation) -> None:
@@ -90,3 +136,30 @@ def test_each_layer_gets_the_lowest_threshold_at_which_its_learned_answers_are_r
     assert thresholds[scheduler] == pytest.approx(evaluate.THRESHOLDS[0])
     assert thresholds[runtime] == pytest.approx(evaluate.THRESHOLDS[-1]), "8 right of 14 never reaches 90%"
     assert thresholds[learned.NULL_CLASS] == 1.0
+
+
+def test_a_family_never_seen_is_scored_with_the_shipped_rules_and_model_and_printed_per_family(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [
+        {"text": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.", "layer": "scheduler"},
+        {"text": "0/5 nodes are available: 5 Insufficient nvidia.com/gpu.", "layer": "workflow"},
+        {"text": "Started container trainer", "layer": None},
+        {"text": "Successfully assigned default/x to node-1", "layer": None},
+    ]
+    path = tmp_path / "new-family.jsonl"
+    path.write_text("".join(
+        json.dumps({**row, "family": "new-family", "source": "https://example.org/issue/1"}) + "\n" for row in rows
+    ), encoding="utf-8")
+
+    figures = evaluate.unseen(rows=corpus.read_file(path=path))
+
+    (family,) = figures.families
+    assert (family.family, family.lines) == ("new-family", 4)
+    assert family.accuracy == pytest.approx(3 / 4), "one right layer and two right abstentions"
+    assert family.confidently_wrong == pytest.approx(1 / 4), "the line labelled workflow got the rule's scheduler"
+    assert family.by_rules == pytest.approx(2 / 4)
+    assert evaluate.main(["--unseen", str(path)]) == 0
+    printed = capsys.readouterr().out
+    assert "| new-family | 4 | 75% | 50% | 25% | 50% | 0% |" in printed
+    assert "**mean over 1 families**" in printed
