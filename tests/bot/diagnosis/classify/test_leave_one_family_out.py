@@ -15,11 +15,11 @@ import pytest
 from bot.diagnosis.classify import corpus, evaluate
 
 # Measured (docs/classification.md), minus a margin for corpus growth.
-FLOOR_HELD_OUT_ACCURACY = 0.56
+FLOOR_HELD_OUT_ACCURACY = 0.52
 CEILING_HELD_OUT_CONFIDENTLY_WRONG = 0.03
 FLOOR_IN_SAMPLE_ACCURACY = 0.97
-FLOOR_IN_SAMPLE_WITHOUT_KNOWN_LINES = 0.79
-FLOOR_LEARNED_GAIN = 0.10
+FLOOR_IN_SAMPLE_WITHOUT_KNOWN_LINES = 0.69
+FLOOR_LEARNED_GAIN = 0.08
 
 
 @pytest.fixture(scope="module")
