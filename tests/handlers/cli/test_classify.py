@@ -50,3 +50,20 @@ def test_bytes_that_are_not_utf8_are_replaced_not_fatal() -> None:
     result = CliRunner().invoke(typer_app(), ["classify", "--format", "json"], input=b"\xff\xfe OOMKilled\n")
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["layer"] == "runtime"
+
+
+# The corpus holds this vLLM check with other numbers (a known line); the second one it does not hold.
+KNOWN = "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (3)."
+READ = "ValueError: Number of attention heads (40) must be divisible by tensor parallel size (3)."
+
+
+def test_a_known_line_says_known_in_the_rule_column_and_in_json_and_a_learned_one_its_confidence() -> None:
+    text = _run(stdin=f"{KNOWN}\n{READ}\n")
+    assert text.exit_code == 0, text.output
+    known, read = (line.split("\t") for line in text.output.splitlines())
+    assert known[:3] == ["workflow", "known", "workload"]
+    assert read[1].startswith("learned:0.") and read[0] == "workflow"
+    assert known[4].startswith("workflow (vllm): ValueError: Total number of attention heads")
+    rows = [json.loads(line) for line in _run("--format", "json", stdin=f"{KNOWN}\n{READ}\n").output.splitlines()]
+    assert rows[0]["known"] is True and rows[0]["learned"] is True and rows[0]["confidence"] == 0.95
+    assert "known" not in rows[1] and rows[1]["learned"] is True
