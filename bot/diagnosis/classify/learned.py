@@ -93,9 +93,9 @@ class Vocabulary:
         return len(self.word_index) + len(self.char_codes)
 
 
-def counts(*, texts: Sequence[str], vocabulary: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Raw feature counts as (row, column, count) triplets, sorted by row then column."""
-    normalised = [normalise(text) for text in texts]
+def counts(*, normalised: Sequence[str], vocabulary: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Raw feature counts of lines already through normalise(), as (row, column, count) triplets sorted by row
+    then column (callers fold each line once and keep it for the known-line look-up too)."""
     word_rows: list[int] = []
     word_cols: list[int] = []
     index = vocabulary.word_index
@@ -176,9 +176,12 @@ class Model:
 
     def features(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Weighted sparse features (row, column, value) for a batch."""
-        rows, cols, tallies = counts(texts=texts, vocabulary=self.vocabulary)
+        return self._features([normalise(text) for text in texts])
+
+    def _features(self, normalised: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rows, cols, tallies = counts(normalised=normalised, vocabulary=self.vocabulary)
         values = weigh(rows=rows, cols=cols, tallies=tallies, idf=self.idf, words_width=self.words_width,
-                       n_rows=len(texts))
+                       n_rows=len(normalised))
         return rows, cols, values
 
     def logits(self, texts: Sequence[str]) -> np.ndarray:
@@ -231,12 +234,13 @@ class Model:
         predictions: list[Prediction] = []
         for start in range(0, len(texts), BATCH):
             chunk = list(texts[start : start + BATCH])
-            features = self.features(chunk)
+            folded = [normalise(text) for text in chunk]
+            features = self._features(folded)
             probabilities = softmax(self._logits(features, n_rows=len(chunk)) / self.temperature)
             nearest = self._nearest(features, n_rows=len(chunk)) if with_nearest else [() for _ in chunk]
             best = probabilities.argmax(axis=1)
             for row, klass in enumerate(best):
-                if (index := self.known.get(normalise(chunk[row]))) is not None:
+                if (index := self.known.get(folded[row])) is not None:
                     predictions.append(self._known(index=index, nearest=nearest[row]))
                     continue
                 top = float(probabilities[row, klass])

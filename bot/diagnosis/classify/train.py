@@ -59,7 +59,7 @@ def feature_space(*, texts: Sequence[str]) -> Space:
     _rows, codes = learned.char_codes(normalised)
     vocabulary = learned.Vocabulary(word_index={word: index for index, word in enumerate(word_set)},
                                     char_codes=np.unique(codes))
-    rows, cols, tallies = learned.counts(texts=texts, vocabulary=vocabulary)
+    rows, cols, tallies = learned.counts(normalised=normalised, vocabulary=vocabulary)
     return Space(vocabulary=vocabulary, rows=rows, cols=cols, tallies=tallies, n_rows=len(texts))
 
 
