@@ -131,25 +131,34 @@ def score(
 ) -> Score:
     """Per-family accuracy, abstentions and confidently-wrong for one set of decisions (`known`: the
     known-line look-up's answers from known_layers; None leaves the look-up out)."""
-    tallies: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     known = [UNKNOWN] * len(rows) if known is None else known
-    for row, rule_layer, probs, corpus_layer in zip(rows, rule_found, probabilities, known, strict=True):
+    answers = []
+    for rule_layer, probs, corpus_layer in zip(rule_found, probabilities, known, strict=True):
         layer, by_model = decide(rule_layer=rule_layer, probabilities=probs, thresholds=thresholds,
                                  known=corpus_layer)
-        tally = tallies[row.family]
-        tally["lines"] += 1
-        tally["right"] += layer == row.layer
-        tally["abstained"] += layer is None
-        tally["wrong"] += layer is not None and layer != row.layer
-        tally["rules"] += rule_layer is not None
-        tally["model"] += by_model
+        answers.append((layer, rule_layer is not None, by_model))
+    return tally(rows=rows, answers=answers, thresholds=thresholds)
+
+
+def tally(*, rows: Sequence[corpus.Row], answers: Sequence[tuple[str | None, bool, bool]],
+          thresholds: Sequence[float]) -> Score:
+    """Per-family figures from each line's answer: (layer or None, given by a rule, given by the learned path)."""
+    tallies: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for row, (layer, by_rule, by_model) in zip(rows, answers, strict=True):
+        count = tallies[row.family]
+        count["lines"] += 1
+        count["right"] += layer == row.layer
+        count["abstained"] += layer is None
+        count["wrong"] += layer is not None and layer != row.layer
+        count["rules"] += by_rule
+        count["model"] += by_model
     families = tuple(
         FamilyScore(
-            family=family, lines=tally["lines"], accuracy=tally["right"] / tally["lines"],
-            abstained=tally["abstained"] / tally["lines"], confidently_wrong=tally["wrong"] / tally["lines"],
-            by_rules=tally["rules"] / tally["lines"], by_model=tally["model"] / tally["lines"],
+            family=family, lines=count["lines"], accuracy=count["right"] / count["lines"],
+            abstained=count["abstained"] / count["lines"], confidently_wrong=count["wrong"] / count["lines"],
+            by_rules=count["rules"] / count["lines"], by_model=count["model"] / count["lines"],
         )
-        for family, tally in sorted(tallies.items())
+        for family, count in sorted(tallies.items())
     )
     total = sum(item.lines for item in families)
     return Score(
@@ -249,14 +258,12 @@ def run(*, rows: Sequence[corpus.Row] | None = None) -> Evaluation:
 def unseen(*, rows: Sequence[corpus.Row]) -> Score:
     """The shipped classifier (every rule, the packaged model) on lines it was never built from: a new family
     scored before it joins the corpus is the one figure no rule or training run has seen."""
-    results = hybrid.classify_texts([row.text for row in rows])
-    rule_found = [result.layer.value if result.layer and not result.learned else None for result in results]
-    probabilities = np.zeros((len(rows), len(learned.CLASSES)))
-    for index, result in enumerate(results):
-        klass = learned.CLASSES.index(result.layer.value) if result.learned and result.layer else learned.NULL_CLASS
-        probabilities[index, klass] = 1.0
-    return score(rows=rows, rule_found=rule_found, probabilities=probabilities,
-                 thresholds=[1.0] * len(learned.CLASSES))
+    answers = [
+        (result.layer.value if result.layer else None, bool(result.layer) and not result.learned,
+         bool(result.layer) and result.learned)
+        for result in hybrid.classify_texts([row.text for row in rows])
+    ]
+    return tally(rows=rows, answers=answers, thresholds=learned.model().thresholds)
 
 
 def unseen_table(*, figures: Score) -> list[str]:
