@@ -1,6 +1,7 @@
 """The labelled corpus in one place: field/*.jsonl plus the two older files, validated row by row.
 
-Training and the leave-one-family-out evaluation read it; the bot never needs it at runtime.
+Training and the leave-one-family-out evaluation read it; the bot never needs it at runtime. The sealed families
+in unseen/ are read only by `evaluate --unseen`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from pathlib import Path
 LAYERS = ("scheduler", "runtime", "fabric", "workflow")
 CORPUS_DIR = Path(__file__).resolve().parents[3] / "tests" / "corpus"
 OLD_FILES = ("messages.jsonl", "holdout.jsonl")
+# Sealed families: collected and labelled like the field corpus, but never trained on and never read to write a
+# rule, so the shipped classifier's score on them stays a measurement from outside (evaluate --unseen).
+UNSEEN_FOLDER = "unseen"
 # The first corpus quoted five lines from the project's seeds; only those old rows may cite a seed.
 SEED_SOURCES_ALLOWED = frozenset({"messages.jsonl"})
 
@@ -70,6 +74,11 @@ def corpus_files(*, directory: Path = CORPUS_DIR) -> list[Path]:
     """The old files and every field family file, in a fixed order."""
     old = [directory / name for name in OLD_FILES if (directory / name).exists()]
     return old + sorted((directory / "field").glob("*.jsonl"))
+
+
+def unseen_files(*, directory: Path = CORPUS_DIR) -> list[Path]:
+    """The sealed families' files (not part of load(): nothing trains on them or writes a rule from them)."""
+    return sorted((directory / UNSEEN_FOLDER).glob("*.jsonl"))
 
 
 def load(*, directory: Path = CORPUS_DIR) -> list[Row]:

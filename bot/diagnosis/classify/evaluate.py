@@ -284,8 +284,9 @@ def describe(thresholds: Sequence[float]) -> str:
                      if name != "null")
 
 
-def _markdown(*, evaluation: Evaluation, lines_total: int) -> dict[str, list[str]]:
-    """docs/classification.md's figure blocks (headline, per-family table, calibration) as Markdown lines."""
+def _markdown(*, evaluation: Evaluation, lines_total: int, sealed: list[str]) -> dict[str, list[str]]:
+    """docs/classification.md's figure blocks (headline, per-family table, calibration, the sealed families'
+    table) as Markdown lines."""
     held, inside, rules_only = evaluation.held_out, evaluation.in_sample, evaluation.rules_only_held_out
     headline = ["| | accuracy | abstained | confidently wrong |", "|---|---:|---:|---:|"]
     for title, figures in (("Hybrid, held-out family (LOFO, the headline)", held),
@@ -308,7 +309,7 @@ def _markdown(*, evaluation: Evaluation, lines_total: int) -> dict[str, list[str
                         f" {item.confidently_wrong:.0%} | {item.by_rules:.0%} | {item.by_model:.0%} |")
     calibration = ["  | mean top probability | accuracy | lines |", "  |---:|---:|---:|"]
     calibration += [f"  | {mean:.2f} | {right:.2f} | {count} |" for mean, right, count in evaluation.reliability]
-    return {"headline": headline, "families": families, "reliability": calibration}
+    return {"headline": headline, "families": families, "reliability": calibration, "sealed": sealed}
 
 
 def update_docs(*, path: Path) -> Evaluation:
@@ -316,7 +317,9 @@ def update_docs(*, path: Path) -> Evaluation:
     rows = corpus.load()
     evaluation = run(rows=rows)
     text = path.read_text(encoding="utf-8")
-    for name, body in _markdown(evaluation=evaluation, lines_total=len(rows)).items():
+    sealed_rows = [row for file in corpus.unseen_files() for row in corpus.read_file(path=file)]
+    sealed = unseen_table(figures=unseen(rows=sealed_rows)) if sealed_rows else []
+    for name, body in _markdown(evaluation=evaluation, lines_total=len(rows), sealed=sealed).items():
         pattern = re.compile(rf"([ ]*<!-- figures:{name} -->\n).*?([ ]*<!-- /figures:{name} -->)", re.DOTALL)
         text = pattern.sub(lambda found, body=body: found.group(1) + "\n".join(body) + "\n" + found.group(2), text)
     path.write_text(text, encoding="utf-8")
@@ -324,15 +327,18 @@ def update_docs(*, path: Path) -> Evaluation:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Refresh docs/classification.md's figures, or (--unseen FILE...) score the shipped classifier on new files."""
+    """Refresh docs/classification.md's figures, or (--unseen [FILE...]) score the shipped classifier on new files
+    (by default the sealed families)."""
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--unseen", nargs="+", type=Path, metavar="FILE",
-                        help="corpus-format JSONL files of families not in the corpus: score them and print a table")
+    parser.add_argument("--unseen", nargs="*", type=Path, metavar="FILE",
+                        help="corpus-format JSONL files of families not in the corpus (none: the sealed families in"
+                             " tests/corpus/unseen/): score them and print a table")
     args = parser.parse_args(argv)
-    if args.unseen:
-        rows = [row for path in args.unseen for row in corpus.read_file(path=path)]
+    if args.unseen is not None:
+        paths = args.unseen or corpus.unseen_files()
+        rows = [row for path in paths for row in corpus.read_file(path=path)]
         print("\n".join(unseen_table(figures=unseen(rows=rows))))
         return 0
     update_docs(path=Path(__file__).resolve().parents[3] / "docs" / "classification.md")
@@ -342,4 +348,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 if __name__ == "__main__":
     # python -m bot.diagnosis.classify.evaluate            -> refreshes docs/classification.md's figures
     # python -m bot.diagnosis.classify.evaluate --unseen F  -> the shipped classifier on a family it never saw
+    # python -m bot.diagnosis.classify.evaluate --unseen    -> the same on the sealed families (tests/corpus/unseen)
     raise SystemExit(main())
