@@ -32,7 +32,8 @@ def render_line(*, text: str, output: OutputFormat) -> str:
 
     A learned answer (no rule matched) says so: JSON adds `learned`, `confidence` and `nearest` (and `known`
     when the labelled corpus holds the line); the text format shows `learned:<confidence>` (or `known`) as
-    the rule and the nearest labelled lines in a fifth column.
+    the rule and the nearest labelled lines in a fifth column. A rule that does not decide alone (a symptom,
+    a catch-all, or a layer the model rules out: `doubted`) keeps its id and next step with no layer.
     """
     result = hybrid.classify_text(text)
     if output is OutputFormat.JSON:
@@ -44,6 +45,8 @@ def render_line(*, text: str, output: OutputFormat) -> str:
                 row.update(known=True)
         elif result.weak_rule:
             row.update(weak_rule=True)
+            if result.doubted:
+                row.update(doubted=True)
         return json.dumps({"text": text, **row})
     layer = result.layer.value if result.layer else "-"
     scope = result.scope.value if result.scope else "-"

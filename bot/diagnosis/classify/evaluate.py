@@ -86,11 +86,14 @@ def known_layers(*, rows: Sequence[corpus.Row], held_out: bool) -> list[str | No
 
 
 def decide(*, rule_layer: str | None, probabilities: np.ndarray, thresholds: Sequence[float],
-           known: str | None = UNKNOWN) -> tuple[str | None, bool]:
-    """Hybrid decision for one line: (layer or None, whether the learned path gave it): a rule, else the
-    known-line look-up, else the model at its layer's threshold."""
+           known: str | None = UNKNOWN, check_rules: bool = True) -> tuple[str | None, bool]:
+    """Hybrid decision for one line: (layer or None, whether the learned path gave it): a rule the model does
+    not rule out (hybrid.doubts; `check_rules` False keeps every rule; a doubted rule's line takes only the
+    known-line look-up's label), else the known-line look-up, else the model at its layer's threshold."""
     if rule_layer is not None:
-        return rule_layer, False
+        if not (check_rules and hybrid.doubts(layer=rule_layer, probabilities=probabilities)):
+            return rule_layer, False
+        return (None, False) if known in (UNKNOWN, None) else (known, True)
     if known != UNKNOWN:
         return known, known is not None
     klass = int(probabilities.argmax())
@@ -127,16 +130,17 @@ class Score:
 
 def score(
     *, rows: Sequence[corpus.Row], rule_found: Sequence[str | None], probabilities: np.ndarray,
-    thresholds: Sequence[float], known: Sequence[str | None] | None = None,
+    thresholds: Sequence[float], known: Sequence[str | None] | None = None, check_rules: bool = True,
 ) -> Score:
     """Per-family accuracy, abstentions and confidently-wrong for one set of decisions (`known`: the
-    known-line look-up's answers from known_layers; None leaves the look-up out)."""
+    known-line look-up's answers from known_layers; None leaves the look-up out; `check_rules` False keeps
+    every rule's answer, for rules alone)."""
     known = [UNKNOWN] * len(rows) if known is None else known
     answers = []
     for rule_layer, probs, corpus_layer in zip(rule_found, probabilities, known, strict=True):
         layer, by_model = decide(rule_layer=rule_layer, probabilities=probs, thresholds=thresholds,
-                                 known=corpus_layer)
-        answers.append((layer, rule_layer is not None, by_model))
+                                 known=corpus_layer, check_rules=check_rules)
+        answers.append((layer, layer is not None and not by_model, by_model))
     return tally(rows=rows, answers=answers, thresholds=thresholds)
 
 
@@ -251,7 +255,8 @@ def run(*, rows: Sequence[corpus.Row] | None = None) -> Evaluation:
         in_sample_without_known=score(rows=rows, rule_found=rule_in, probabilities=in_probabilities,
                                       thresholds=model.thresholds),
         reliability=reliability(probabilities=held_probabilities, y=y),
-        rules_only_held_out=score(rows=rows, rule_found=rule_held, probabilities=never, thresholds=thresholds),
+        rules_only_held_out=score(rows=rows, rule_found=rule_held, probabilities=never, thresholds=thresholds,
+                                  check_rules=False),
     )
 
 

@@ -3,6 +3,11 @@
 A rule's answer is precise and carries its own next step. When no rule matches, the learned model (numpy
 only, loaded on the first line that needs it) may name a layer: the result says `learned`, its calibrated
 confidence, the three nearest labelled corpus lines as evidence, and the one next step of that layer.
+
+A rule's layer also needs the model not to rule it out: where the model gives that layer under VETO_BELOW,
+rule and model disagree and the line abstains (unless the labelled corpus holds it), keeping the rule and its
+next step as a hint. On families no rule was written from, rule answers the model doubts that much were right
+about four times in ten (docs/classification.md).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from bot.evidence import findings
 if TYPE_CHECKING:
     from bot.diagnosis.classify import learned
 
+# A rule's layer stands unless the learned model gives it less than this (then the line abstains).
+VETO_BELOW = 0.2
 # One short next step per layer, for answers no rule carries a command for.
 NEXT_BY_LAYER: dict[findings.Layer, str] = {
     findings.Layer.SCHEDULER: (
@@ -53,6 +60,8 @@ class Result:
     confidence: float | None = None
     nearest: tuple[findings.LabelledExample, ...] = ()
     weak_rule: bool = False
+    # The rule named a layer the learned model gives under VETO_BELOW, so the rule did not decide alone.
+    doubted: bool = False
     # The labelled corpus holds this line: the layer is its label and nearest[0] is that row.
     known: bool = False
 
@@ -103,6 +112,20 @@ def _weak_only(result: lines.LineResult) -> Result:
                   weak_rule=True)
 
 
+def _doubted(result: lines.LineResult, *, probability: float) -> Result:
+    return Result(layer=None, rule=result.rule, scope=None, next=result.next,
+                  title=f"{result.title} (the learned model gives {result.layer.value if result.layer else 'it'}"
+                        f" only {probability:.0%}: the rule alone does not decide the layer)",
+                  weak_rule=True, doubted=True)
+
+
+def doubts(*, layer: str, probabilities: Sequence[float]) -> bool:
+    """Does the model rule out a rule's layer (its calibrated probability, CLASSES order, under VETO_BELOW)?"""
+    from bot.diagnosis.classify import learned
+
+    return float(probabilities[learned.CLASSES.index(layer)]) < VETO_BELOW
+
+
 def _from_model(prediction: learned.Prediction) -> Result:
     if prediction.layer is None:
         return Result(layer=None, rule=None, scope=None, next="")
@@ -128,24 +151,45 @@ def _title(*, prediction: learned.Prediction, layer: findings.Layer) -> str:
 
 
 def classify_texts(texts: Sequence[str]) -> list[Result]:
-    """Many lines at once: rules per line, then one vectorised learned pass over the lines they left."""
+    """Many lines at once: rules per line, the model's check of their layers, then one vectorised learned pass
+    over the lines left."""
     empty = Result(layer=None, rule=None, scope=None, next="")
     results: list[Result] = []
     unexplained: list[int] = []
+    decided: list[tuple[int, lines.LineResult]] = []
     for index, (text, found) in enumerate(zip(texts, lines.classify_lines(texts), strict=True)):
         if decisive(found):
             results.append(_from_rules(found))
+            decided.append((index, found))
             continue
         results.append(_weak_only(found) if found.rule else empty)
         if text.strip():
             unexplained.append(index)
-    model = _model() if unexplained else None
-    if model is not None:
-        predictions = model.predict([texts[index] for index in unexplained])
-        for index, prediction in zip(unexplained, predictions, strict=True):
-            if prediction.layer is not None:
+    model = _model() if decided or unexplained else None
+    if model is None:
+        return results
+    doubted: list[int] = []
+    if decided:
+        checks = model.probabilities([texts[index] for index, _found in decided])
+        for (index, found), row in zip(decided, checks, strict=True):
+            if found.layer is not None and doubts(layer=found.layer.value, probabilities=row):
+                results[index] = _doubted(found, probability=float(row[_class(found.layer.value)]))
+                doubted.append(index)
+    asked = sorted([*unexplained, *doubted])
+    if asked:
+        predictions = model.predict([texts[index] for index in asked])
+        rule_doubted = set(doubted)
+        for index, prediction in zip(asked, predictions, strict=True):
+            # A doubted rule's line takes only the corpus's own label: rule and model disagree, so neither decides.
+            if prediction.layer is not None and (prediction.known or index not in rule_doubted):
                 results[index] = _from_model(prediction)
     return results
+
+
+def _class(layer: str) -> int:
+    from bot.diagnosis.classify import learned
+
+    return learned.CLASSES.index(layer)
 
 
 def classify_text(text: str) -> Result:

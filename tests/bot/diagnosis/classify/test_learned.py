@@ -23,6 +23,9 @@ LEARNED_LINE = "ValueError: Number of attention heads (40) must be divisible by 
 # The corpus holds this one (vllm's, with other numbers): a known line.
 KNOWN_LINE = "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (3)."
 RULE_LINE = "0/8 nodes are available: 8 Insufficient nvidia.com/gpu."
+# A rule decides this one and the corpus does not hold it.
+UNHELD_RULE_LINE = ("0/12 nodes are available: 4 Insufficient nvidia.com/gpu, 8 node(s) didn't match Pod's node"
+                    " affinity/selector. preemption: not eligible.")
 
 
 def test_a_line_no_rule_explains_gets_a_learned_layer_with_three_nearest_examples_and_the_layer_next_step() -> None:
@@ -99,12 +102,12 @@ def test_batch_and_single_line_answers_agree() -> None:
     assert hybrid.classify_texts(texts) == [hybrid.classify_text(text) for text in texts]
 
 
-def test_inference_imports_neither_scikit_learn_nor_scipy_and_rule_lines_not_even_numpy() -> None:
+def test_inference_imports_neither_scikit_learn_nor_scipy_and_importing_the_classifier_not_even_numpy() -> None:
     script = (
         "import sys\n"
         "from bot.diagnosis.classify import hybrid\n"
-        f"hybrid.classify_text({RULE_LINE!r})\n"
-        "assert 'numpy' not in sys.modules, 'a rule line loaded numpy'\n"
+        "assert 'numpy' not in sys.modules, 'importing the classifier loaded numpy'\n"
+        f"assert not hybrid.classify_text({RULE_LINE!r}).learned  # the model checks the rule's layer\n"
         f"assert hybrid.classify_text({LEARNED_LINE!r}).learned\n"
         "assert not [name for name in sys.modules if name.startswith(('sklearn', 'scipy'))]\n"
     )
@@ -234,3 +237,48 @@ def test_a_line_only_a_symptom_or_catch_all_rule_matches_gets_no_layer_from_it_b
     assert result.rule == "runtime.crashloop" and result.weak_rule is True
     assert result.layer is None or result.learned
     assert result.next
+
+
+def test_a_rule_layer_the_model_rules_out_is_doubted_and_the_line_abstains_keeping_the_rule_and_its_next_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    decided = hybrid.classify_text(UNHELD_RULE_LINE)
+    assert decided.layer is findings.Layer.SCHEDULER and not decided.doubted and decided.rule
+    monkeypatch.setattr(hybrid, "VETO_BELOW", 1.01)  # every layer is now under the bar: every rule is doubted
+
+    result = hybrid.classify_text(UNHELD_RULE_LINE)
+
+    assert result.doubted and result.weak_rule and result.layer is None and not result.learned
+    assert result.rule == decided.rule and result.next == decided.next
+    assert "does not decide" in result.title
+
+
+def test_a_doubted_rule_on_a_line_the_corpus_holds_takes_the_corpus_label(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.diagnosis.classify import lines
+
+    row = next(row for row in corpus.load() if row.layer and lines.classify_line(row.text).layer
+               and hybrid.decisive(lines.classify_line(row.text)) and row.family == "kube-scheduler")
+    monkeypatch.setattr(hybrid, "VETO_BELOW", 1.01)
+
+    result = hybrid.classify_text(row.text)
+
+    assert result.known and result.learned and result.layer is findings.Layer(row.layer)
+
+
+def test_a_rule_the_model_does_not_rule_out_decides_and_the_bar_is_the_models_calibrated_probability() -> None:
+    rule_class = learned.CLASSES.index("scheduler")
+    probabilities = np.full(len(learned.CLASSES), 0.0)
+    probabilities[rule_class] = hybrid.VETO_BELOW
+    assert not hybrid.doubts(layer="scheduler", probabilities=probabilities)
+    probabilities[rule_class] = hybrid.VETO_BELOW - 0.01
+    assert hybrid.doubts(layer="scheduler", probabilities=probabilities)
+
+
+def test_the_json_line_of_a_doubted_rule_says_doubted_and_weak_rule_with_a_null_layer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from handlers.cli import classify
+
+    monkeypatch.setattr(hybrid, "VETO_BELOW", 1.01)
+    row = json.loads(classify.render_line(text=UNHELD_RULE_LINE, output=classify.OutputFormat.JSON))
+    assert row["layer"] is None and row["doubted"] is True and row["weak_rule"] is True and row["rule"]
