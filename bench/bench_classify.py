@@ -136,6 +136,15 @@ def _leave_one_family_out() -> None:
     for item in sorted(held.families, key=lambda family: family.accuracy):
         print(f"   {item.family:<30}{item.lines:>7}{item.accuracy:>10.0%}{item.abstained:>11.0%}"
               f"{item.confidently_wrong:>12.0%}{item.by_rules:>10.0%}{item.by_model:>10.0%}")
+    from bot.diagnosis.classify import corpus
+
+    sealed_rows = [row for path in corpus.unseen_files() for row in corpus.read_file(path=path)]
+    if sealed_rows:
+        sealed = evaluate.unseen(rows=sealed_rows)
+        print(f"\n== sealed families (tests/corpus/unseen: never trained on, no rule written from them):"
+              f" {len(sealed.families)} families, {len(sealed_rows)} lines")
+        print(f"   shipped classifier: accuracy {sealed.accuracy:.1%}, abstained {sealed.abstained:.1%},"
+              f" confidently wrong {sealed.confidently_wrong:.1%} (mean over families)")
 
 
 def main() -> None:

@@ -271,6 +271,45 @@ def unseen(*, rows: Sequence[corpus.Row]) -> Score:
     return tally(rows=rows, answers=answers, thresholds=learned.model().thresholds)
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RuleTally:
+    """One rule on lines it was not written from: answers it decided and how many were right, and lines it
+    matched where the model doubted its layer (and how many of those its layer would have got right)."""
+
+    rule: str
+    decided: int
+    right: int
+    doubted: int
+    doubted_right: int
+
+
+def rule_tallies(*, rows: Sequence[corpus.Row]) -> list[RuleTally]:
+    """Per rule, the shipped classifier's rule answers on new lines, least precise first: which rules to narrow."""
+    counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for row, result in zip(rows, hybrid.classify_texts([row.text for row in rows]), strict=True):
+        if result.rule is None:
+            continue
+        count = counts[result.rule]
+        if result.doubted:
+            rule_layer = lines.classify_line(row.text).layer
+            count["doubted"] += 1
+            count["doubted_right"] += rule_layer is not None and rule_layer.value == row.layer
+        elif result.layer is not None:
+            count["decided"] += 1
+            count["right"] += result.layer.value == row.layer
+    tallies = [RuleTally(rule=rule, decided=count["decided"], right=count["right"], doubted=count["doubted"],
+                         doubted_right=count["doubted_right"]) for rule, count in counts.items()]
+    return sorted(tallies, key=lambda item: (item.right - item.decided, item.rule))
+
+
+def rule_table(*, tallies: Sequence[RuleTally]) -> list[str]:
+    """Markdown rows for rule_tallies."""
+    table = ["| rule | decided | right | doubted by the model | doubted, rule was right |", "|---|---:|---:|---:|---:|"]
+    table += [f"| `{item.rule}` | {item.decided} | {item.right} | {item.doubted} | {item.doubted_right} |"
+              for item in tallies if item.decided or item.doubted]
+    return table
+
+
 def unseen_table(*, figures: Score) -> list[str]:
     """Markdown rows for a never-seen families' score: per family, then the mean over them."""
     table = ["| family | lines | accuracy | abstained | confidently wrong | by rules | by model |",
@@ -340,11 +379,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--unseen", nargs="*", type=Path, metavar="FILE",
                         help="corpus-format JSONL files of families not in the corpus (none: the sealed families in"
                              " tests/corpus/unseen/): score them and print a table")
+    parser.add_argument("--by-rule", action="store_true",
+                        help="with --unseen FILE...: also each rule's answers on those lines (never on the sealed"
+                             " families: reading their errors to fix rules would unseal them)")
     args = parser.parse_args(argv)
+    if args.by_rule and not args.unseen:
+        parser.error("--by-rule needs --unseen FILE...: the sealed families' errors are not read rule by rule")
     if args.unseen is not None:
         paths = args.unseen or corpus.unseen_files()
         rows = [row for path in paths for row in corpus.read_file(path=path)]
         print("\n".join(unseen_table(figures=unseen(rows=rows))))
+        if args.by_rule:
+            print("\n" + "\n".join(rule_table(tallies=rule_tallies(rows=rows))))
         return 0
     update_docs(path=Path(__file__).resolve().parents[3] / "docs" / "classification.md")
     return 0

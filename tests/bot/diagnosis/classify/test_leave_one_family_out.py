@@ -205,3 +205,27 @@ def test_the_shipped_classifier_on_the_sealed_families_is_printed_by_unseen_with
     printed = capsys.readouterr().out
     assert f"**mean over {len(figures.families)} families**" in printed
     assert f"**{figures.accuracy:.1%}**" in printed
+
+
+def test_by_rule_counts_each_rules_answers_on_new_lines_and_refuses_the_sealed_families(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [
+        {"text": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.", "layer": "scheduler"},
+        {"text": "0/5 nodes are available: 5 Insufficient nvidia.com/gpu.", "layer": "workflow"},
+        {"text": "Started container trainer", "layer": None},
+    ]
+    path = tmp_path / "new-family.jsonl"
+    path.write_text("".join(
+        json.dumps({**row, "family": "new-family", "source": "https://example.org/issue/1"}) + "\n" for row in rows
+    ), encoding="utf-8")
+
+    (tally,) = evaluate.rule_tallies(rows=corpus.read_file(path=path))
+
+    assert (tally.rule, tally.decided, tally.right, tally.doubted) == ("scheduler.k8s.insufficient-resources", 2, 1, 0)
+    assert evaluate.main(["--unseen", str(path), "--by-rule"]) == 0
+    assert "| `scheduler.k8s.insufficient-resources` | 2 | 1 | 0 | 0 |" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as refused:
+        evaluate.main(["--by-rule"])
+    assert refused.value.code == 2
+    assert "sealed families" in capsys.readouterr().err
