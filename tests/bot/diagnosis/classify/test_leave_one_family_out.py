@@ -150,9 +150,8 @@ def test_each_layer_gets_the_lowest_threshold_at_which_its_learned_answers_are_r
     assert thresholds[learned.NULL_CLASS] == 1.0
 
 
-def test_a_family_never_seen_is_scored_with_the_shipped_rules_and_model_and_printed_per_family(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _new_family_file(*, tmp_path: Path) -> Path:
+    """A family the corpus does not hold: one right rule line, one the rule gets wrong, two null lines."""
     rows = [
         {"text": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.", "layer": "scheduler"},
         {"text": "0/5 nodes are available: 5 Insufficient nvidia.com/gpu.", "layer": "workflow"},
@@ -163,6 +162,13 @@ def test_a_family_never_seen_is_scored_with_the_shipped_rules_and_model_and_prin
     path.write_text("".join(
         json.dumps({**row, "family": "new-family", "source": "https://example.org/issue/1"}) + "\n" for row in rows
     ), encoding="utf-8")
+    return path
+
+
+def test_a_family_never_seen_is_scored_with_the_shipped_rules_and_model_and_printed_per_family(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _new_family_file(tmp_path=tmp_path)
 
     figures = evaluate.unseen(rows=corpus.read_file(path=path))
 
@@ -210,15 +216,7 @@ def test_the_shipped_classifier_on_the_sealed_families_is_printed_by_unseen_with
 def test_by_rule_counts_each_rules_answers_on_new_lines_and_refuses_the_sealed_families(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rows = [
-        {"text": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.", "layer": "scheduler"},
-        {"text": "0/5 nodes are available: 5 Insufficient nvidia.com/gpu.", "layer": "workflow"},
-        {"text": "Started container trainer", "layer": None},
-    ]
-    path = tmp_path / "new-family.jsonl"
-    path.write_text("".join(
-        json.dumps({**row, "family": "new-family", "source": "https://example.org/issue/1"}) + "\n" for row in rows
-    ), encoding="utf-8")
+    path = _new_family_file(tmp_path=tmp_path)
 
     (tally,) = evaluate.rule_tallies(rows=corpus.read_file(path=path))
 
