@@ -18,7 +18,7 @@ import io
 import itertools
 import re
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +32,11 @@ HEAD_CHARS = 480
 TAIL_CHARS = 160
 MODEL_PATH = Path(__file__).with_name("model.npz")
 BATCH = 512
+# What scoring a line needs; the rest of the artifact (labelled lines, neighbour index) is read on first use.
+SCORING_ARRAYS = ("word_vocab", "char_vocab", "idf", "coef", "intercept", "temperature", "thresholds",
+                  "corpus_hash", "check_logits")
+# Stored without compression: the weights hardly compress (float32, 14%) and inflating them is start-up time.
+UNCOMPRESSED_ARRAYS = frozenset({"coef"})
 # A known line's confidence: the corpus label, which held out agreed on every line another family repeated.
 KNOWN_CONFIDENCE = 0.95
 _HEX = re.compile(r"0x[0-9a-f]+")
@@ -146,6 +151,17 @@ def _strings(blob: np.ndarray) -> list[str]:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class Evidence:
+    """The labelled lines and their word-block index: read only when a line needs nearest examples or the
+    known-line look-up (a rule line the model merely checks never does)."""
+
+    examples: tuple[findings.LabelledExample, ...]
+    neighbour_indptr: np.ndarray
+    neighbour_rows: np.ndarray
+    neighbour_values: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Model:
     """The trained artifact: vocabulary, idf, linear weights, calibration, thresholds and labelled examples."""
 
@@ -157,11 +173,18 @@ class Model:
     # Per class (CLASSES order): the calibrated probability at or above which the model names that layer.
     thresholds: tuple[float, ...]
     corpus_hash: str
-    examples: tuple[findings.LabelledExample, ...]
-    neighbour_indptr: np.ndarray
-    neighbour_rows: np.ndarray
-    neighbour_values: np.ndarray
     check_logits: np.ndarray
+    load_evidence: Callable[[], Evidence]
+
+    @functools.cached_property
+    def evidence(self) -> Evidence:
+        """The labelled lines and neighbour index, read on first use."""
+        return self.load_evidence()
+
+    @property
+    def examples(self) -> tuple[findings.LabelledExample, ...]:
+        """The labelled corpus lines the model was trained on (CLASSES order of layers, null as None)."""
+        return self.evidence.examples
 
     @functools.cached_property
     def known(self) -> dict[str, int]:
@@ -209,8 +232,9 @@ class Model:
         rows, cols, values = features
         words_only = cols < self.words_width
         rows, cols, values = rows[words_only], cols[words_only], values[words_only]
-        starts = self.neighbour_indptr[cols]
-        spans = self.neighbour_indptr[cols + 1] - starts
+        index = self.evidence
+        starts = index.neighbour_indptr[cols]
+        spans = index.neighbour_indptr[cols + 1] - starts
         total = int(spans.sum())
         result: list[tuple[findings.LabelledExample, ...]] = [() for _ in range(n_rows)]
         if total == 0:
@@ -218,15 +242,15 @@ class Model:
         offsets = np.repeat(np.cumsum(spans) - spans, spans)
         gather = np.repeat(starts, spans) + (np.arange(total) - offsets)
         query = np.repeat(rows, spans)
-        products = np.repeat(values, spans) * self.neighbour_values[gather]
-        n_examples = len(self.examples)
-        scores = np.bincount(query * n_examples + self.neighbour_rows[gather], weights=products,
+        products = np.repeat(values, spans) * index.neighbour_values[gather]
+        n_examples = len(index.examples)
+        scores = np.bincount(query * n_examples + index.neighbour_rows[gather], weights=products,
                              minlength=n_rows * n_examples).reshape(n_rows, n_examples)
         k = min(k, n_examples)
         top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
         for row in range(n_rows):
             ranked = sorted(top[row].tolist(), key=lambda index: (-scores[row, index], index))
-            result[row] = tuple(self.examples[index] for index in ranked if scores[row, index] > 0)
+            result[row] = tuple(index.examples[item] for item in ranked if scores[row, item] > 0)
         return result
 
     def predict(self, texts: Sequence[str], *, with_nearest: bool = True) -> list[Prediction]:
@@ -292,16 +316,10 @@ def softmax(scores: np.ndarray) -> np.ndarray:
 
 
 def read(*, path: Path = MODEL_PATH) -> Model:
-    """Load an artifact written by train.py (plain arrays, no pickles)."""
+    """Load an artifact written by train.py (plain arrays, no pickles); the labelled lines wait for first use."""
     with np.load(path, allow_pickle=False) as data:
-        arrays = {name: data[name] for name in data.files}
+        arrays = {name: data[name] for name in SCORING_ARRAYS}
     words_list = _strings(arrays["word_vocab"])
-    layers = [None if index == NULL_CLASS else CLASSES[index] for index in arrays["example_layers"].tolist()]
-    examples = tuple(
-        findings.LabelledExample(text=text, layer=layer, family=family)
-        for text, layer, family in zip(_strings(arrays["example_texts"]), layers,
-                                       _strings(arrays["example_families"]), strict=True)
-    )
     return Model(
         vocabulary=Vocabulary(word_index={word: index for index, word in enumerate(words_list)},
                               char_codes=arrays["char_vocab"]),
@@ -311,11 +329,26 @@ def read(*, path: Path = MODEL_PATH) -> Model:
         temperature=float(arrays["temperature"]),
         thresholds=tuple(float(value) for value in arrays["thresholds"]),
         corpus_hash=arrays["corpus_hash"].tobytes().decode("ascii"),
+        check_logits=arrays["check_logits"].astype(np.float64),
+        load_evidence=functools.partial(read_evidence, path=path),
+    )
+
+
+def read_evidence(*, path: Path) -> Evidence:
+    """The labelled lines and the nearest-example index of an artifact."""
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {name: data[name] for name in data.files if name not in SCORING_ARRAYS}
+    layers = [None if index == NULL_CLASS else CLASSES[index] for index in arrays["example_layers"].tolist()]
+    examples = tuple(
+        findings.LabelledExample(text=text, layer=layer, family=family)
+        for text, layer, family in zip(_strings(arrays["example_texts"]), layers,
+                                       _strings(arrays["example_families"]), strict=True)
+    )
+    return Evidence(
         examples=examples,
         neighbour_indptr=arrays["neighbour_indptr"].astype(np.int64),
         neighbour_rows=arrays["neighbour_rows"].astype(np.int64),
         neighbour_values=arrays["neighbour_values"].astype(np.float64),
-        check_logits=arrays["check_logits"].astype(np.float64),
     )
 
 
@@ -333,7 +366,7 @@ def write(*, path: Path, arrays: dict[str, np.ndarray]) -> None:
             member = io.BytesIO()
             np.lib.format.write_array(member, np.require(arrays[name], requirements="C"), allow_pickle=False)
             info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
+            info.compress_type = zipfile.ZIP_STORED if name in UNCOMPRESSED_ARRAYS else zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
             archive.writestr(info, member.getvalue())
     path.write_bytes(buffer.getvalue())

@@ -59,9 +59,10 @@ def test_a_line_the_corpus_holds_up_to_numbers_takes_the_corpus_label_with_that_
 def test_a_known_null_line_abstains_even_where_the_model_would_name_a_layer() -> None:
     model = learned.model()
     assert model.predict([LEARNED_LINE], with_nearest=False)[0].layer == "workflow"
-    labelled_null = dataclasses.replace(model, examples=(
+    evidence = dataclasses.replace(model.evidence, examples=(
         findings.LabelledExample(text=LEARNED_LINE.replace("40", "48"), layer=None, family="vllm"),
     ))
+    labelled_null = dataclasses.replace(model, load_evidence=lambda: evidence)
     (prediction,) = labelled_null.predict([LEARNED_LINE], with_nearest=False)
     assert prediction.known is True and prediction.layer is None
 
@@ -282,3 +283,11 @@ def test_the_json_line_of_a_doubted_rule_says_doubted_and_weak_rule_with_a_null_
     monkeypatch.setattr(hybrid, "VETO_BELOW", 1.01)
     row = json.loads(classify.render_line(text=UNHELD_RULE_LINE, output=classify.OutputFormat.JSON))
     assert row["layer"] is None and row["doubted"] is True and row["weak_rule"] is True and row["rule"]
+
+
+def test_checking_a_rule_line_reads_the_scoring_arrays_only_and_the_labelled_lines_wait_for_first_use() -> None:
+    model = learned.read()
+    model.probabilities([UNHELD_RULE_LINE])
+    assert "evidence" not in vars(model), "scoring a line read the labelled lines"
+    (prediction,) = model.predict([LEARNED_LINE])
+    assert "evidence" in vars(model) and len(prediction.nearest) == 3
