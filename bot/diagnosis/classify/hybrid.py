@@ -1,7 +1,7 @@
 """Rules first, then the learned model for lines no rule explains: one answer per line, saying which gave it.
 
 A rule's answer is precise and carries its own next step. When no rule matches, the learned model (numpy
-only, loaded on the first line that needs it) may name a layer: the result says `learned`, its calibrated
+only, loaded on the first line that needs it: any line a rule decides or none explains) may name a layer: the result says `learned`, its calibrated
 confidence, the three nearest labelled corpus lines as evidence, and the one next step of that layer.
 
 A rule's layer also needs the model not to rule it out: where the model gives that layer under VETO_BELOW,
@@ -112,18 +112,23 @@ def _weak_only(result: lines.LineResult) -> Result:
                   weak_rule=True)
 
 
-def _doubted(result: lines.LineResult, *, probability: float) -> Result:
+def _doubted(result: lines.LineResult, *, layer: str, probabilities: Sequence[float]) -> Result:
     return Result(layer=None, rule=result.rule, scope=None, next=result.next,
-                  title=f"{result.title} (the learned model gives {result.layer.value if result.layer else 'it'}"
-                        f" only {probability:.0%}: the rule alone does not decide the layer)",
+                  title=f"{result.title} (the learned model gives {layer} only"
+                        f" {_probability_of(layer=layer, probabilities=probabilities):.0%}: the rule alone does"
+                        " not decide the layer)",
                   weak_rule=True, doubted=True)
+
+
+def _probability_of(*, layer: str, probabilities: Sequence[float]) -> float:
+    from bot.diagnosis.classify import learned
+
+    return float(probabilities[learned.CLASSES.index(layer)])
 
 
 def doubts(*, layer: str, probabilities: Sequence[float]) -> bool:
     """Does the model rule out a rule's layer (its calibrated probability, CLASSES order, under VETO_BELOW)?"""
-    from bot.diagnosis.classify import learned
-
-    return float(probabilities[learned.CLASSES.index(layer)]) < VETO_BELOW
+    return _probability_of(layer=layer, probabilities=probabilities) < VETO_BELOW
 
 
 def _from_model(prediction: learned.Prediction) -> Result:
@@ -173,7 +178,7 @@ def classify_texts(texts: Sequence[str]) -> list[Result]:
         checks = model.probabilities([texts[index] for index, _found in decided])
         for (index, found), row in zip(decided, checks, strict=True):
             if found.layer is not None and doubts(layer=found.layer.value, probabilities=row):
-                results[index] = _doubted(found, probability=float(row[_class(found.layer.value)]))
+                results[index] = _doubted(found, layer=found.layer.value, probabilities=row)
                 doubted.append(index)
     asked = sorted([*unexplained, *doubted])
     if asked:
@@ -184,12 +189,6 @@ def classify_texts(texts: Sequence[str]) -> list[Result]:
             if prediction.layer is not None and (prediction.known or index not in rule_doubted):
                 results[index] = _from_model(prediction)
     return results
-
-
-def _class(layer: str) -> int:
-    from bot.diagnosis.classify import learned
-
-    return learned.CLASSES.index(layer)
 
 
 def classify_text(text: str) -> Result:
