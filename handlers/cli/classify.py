@@ -33,7 +33,8 @@ def render_line(*, text: str, output: OutputFormat) -> str:
     A learned answer (no rule matched) says so: JSON adds `learned`, `confidence` and `nearest` (and `known`
     when the labelled corpus holds the line); the text format shows `learned:<confidence>` (or `known`) as
     the rule and the nearest labelled lines in a fifth column. A rule that does not decide alone (a symptom,
-    a catch-all, or a layer the model rules out: `doubted`) keeps its id and next step with no layer.
+    a catch-all, or a layer the model rules out: `doubted`, printed after the rule id in text) keeps its id
+    and next step with no layer.
     """
     result = hybrid.classify_text(text)
     if output is OutputFormat.JSON:
@@ -53,7 +54,8 @@ def render_line(*, text: str, output: OutputFormat) -> str:
     if result.learned:
         how = "known" if result.known else f"learned:{result.confidence:.2f}"
         return f"{layer}\t{how}\t{scope}\t{result.next}\t{_nearest_column(result)}"
-    return f"{layer}\t{result.rule or '-'}\t{scope}\t{result.next or '-'}"
+    rule = f"{result.rule} (doubted)" if result.doubted else result.rule or "-"
+    return f"{layer}\t{rule}\t{scope}\t{result.next or '-'}"
 
 
 def register(app: typer.Typer) -> None:

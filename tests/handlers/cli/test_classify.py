@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from handlers.main import typer_app
@@ -67,3 +68,18 @@ def test_a_known_line_says_known_in_the_rule_column_and_in_json_and_a_learned_on
     rows = [json.loads(line) for line in _run("--format", "json", stdin=f"{KNOWN}\n{READ}\n").output.splitlines()]
     assert rows[0]["known"] is True and rows[0]["learned"] is True and rows[0]["confidence"] == 0.95
     assert "known" not in rows[1] and rows[1]["learned"] is True
+
+
+def test_a_rule_the_model_rules_out_prints_no_layer_and_says_doubted_after_the_rule_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bot.diagnosis.classify import hybrid
+
+    monkeypatch.setattr(hybrid, "VETO_BELOW", 1.01)  # every rule's layer is under the bar
+    line = "0/12 nodes are available: 4 Insufficient nvidia.com/gpu, 8 node(s) had untolerated taint {gpu: }."
+    result = _run(stdin=line + "\n")
+    assert result.exit_code == 0, result.output
+    layer, rule, scope, next_step = result.output.rstrip("\n").split("\t")
+    assert (layer, scope) == ("-", "-")
+    assert rule.endswith(" (doubted)") and rule.startswith("scheduler.")
+    assert next_step != "-"
