@@ -138,7 +138,7 @@ def _leave_one_family_out() -> None:
               f"{item.confidently_wrong:>12.0%}{item.by_rules:>10.0%}{item.by_model:>10.0%}")
     from bot.diagnosis.classify import corpus
 
-    sealed_rows = [row for path in corpus.unseen_files() for row in corpus.read_file(path=path)]
+    sealed_rows = corpus.unseen()
     if sealed_rows:
         sealed = evaluate.unseen(rows=sealed_rows)
         print(f"\n== sealed families (tests/corpus/unseen: never trained on, no rule written from them):"

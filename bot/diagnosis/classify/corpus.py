@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 LAYERS = ("scheduler", "runtime", "fabric", "workflow")
@@ -79,6 +80,16 @@ def corpus_files(*, directory: Path = CORPUS_DIR) -> list[Path]:
 def unseen_files(*, directory: Path = CORPUS_DIR) -> list[Path]:
     """The sealed families' files (not part of load(): nothing trains on them or writes a rule from them)."""
     return sorted((directory / UNSEEN_FOLDER).glob("*.jsonl"))
+
+
+def read_files(*, paths: Sequence[Path]) -> list[Row]:
+    """Every row of several files, in order, validated (no de-duplication: each file is scored as it is)."""
+    return [row for path in paths for row in read_file(path=path)]
+
+
+def unseen(*, directory: Path = CORPUS_DIR) -> list[Row]:
+    """The sealed families' rows."""
+    return read_files(paths=unseen_files(directory=directory))
 
 
 def load(*, directory: Path = CORPUS_DIR) -> list[Row]:

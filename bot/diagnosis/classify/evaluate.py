@@ -361,7 +361,7 @@ def update_docs(*, path: Path) -> Evaluation:
     rows = corpus.load()
     evaluation = run(rows=rows)
     text = path.read_text(encoding="utf-8")
-    sealed_rows = [row for file in corpus.unseen_files() for row in corpus.read_file(path=file)]
+    sealed_rows = corpus.unseen()
     sealed = unseen_table(figures=unseen(rows=sealed_rows)) if sealed_rows else []
     for name, body in _markdown(evaluation=evaluation, lines_total=len(rows), sealed=sealed).items():
         pattern = re.compile(rf"([ ]*<!-- figures:{name} -->\n).*?([ ]*<!-- /figures:{name} -->)", re.DOTALL)
@@ -386,8 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.by_rule and not args.unseen:
         parser.error("--by-rule needs --unseen FILE...: the sealed families' errors are not read rule by rule")
     if args.unseen is not None:
-        paths = args.unseen or corpus.unseen_files()
-        rows = [row for path in paths for row in corpus.read_file(path=path)]
+        rows = corpus.read_files(paths=args.unseen) if args.unseen else corpus.unseen()
         print("\n".join(unseen_table(figures=unseen(rows=rows))))
         if args.by_rule:
             print("\n" + "\n".join(rule_table(tallies=rule_tallies(rows=rows))))

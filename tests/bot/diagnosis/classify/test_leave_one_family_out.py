@@ -183,12 +183,8 @@ def test_a_family_never_seen_is_scored_with_the_shipped_rules_and_model_and_prin
     assert "**mean over 1 families**" in printed
 
 
-def _sealed_rows() -> list[corpus.Row]:
-    return [row for path in corpus.unseen_files() for row in corpus.read_file(path=path)]
-
-
 def test_the_sealed_families_are_never_trained_on_and_no_rule_was_written_from_them() -> None:
-    sealed = _sealed_rows()
+    sealed = corpus.unseen()
     sealed_families = {row.family for row in sealed}
     assert len(sealed_families) >= 8, "the standing unseen set holds the sealed families"
     trained = corpus.load()
@@ -203,7 +199,7 @@ def test_the_sealed_families_are_never_trained_on_and_no_rule_was_written_from_t
 def test_the_shipped_classifier_on_the_sealed_families_is_printed_by_unseen_without_files(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    figures = evaluate.unseen(rows=_sealed_rows())
+    figures = evaluate.unseen(rows=corpus.unseen())
     # A regression guard, far under the measured figure (docs/classification.md): never a target to tune to.
     assert figures.accuracy >= 0.5
     assert figures.confidently_wrong <= 0.08
