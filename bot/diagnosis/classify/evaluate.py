@@ -90,12 +90,12 @@ def decide(*, rule_layer: str | None, probabilities: np.ndarray, thresholds: Seq
     """Hybrid decision for one line: (layer or None, whether the learned path gave it): a rule the model does
     not rule out (hybrid.doubts; `check_rules` False keeps every rule; a doubted rule's line takes only the
     known-line look-up's label), else the known-line look-up, else the model at its layer's threshold."""
-    if rule_layer is not None:
-        if not (check_rules and hybrid.doubts(layer=rule_layer, probabilities=probabilities)):
-            return rule_layer, False
-        return (None, False) if known in (UNKNOWN, None) else (known, True)
+    if rule_layer is not None and not (check_rules and hybrid.doubts(layer=rule_layer, probabilities=probabilities)):
+        return rule_layer, False
     if known != UNKNOWN:
         return known, known is not None
+    if rule_layer is not None:  # doubted, and the corpus does not hold the line: neither decides
+        return None, False
     klass = int(probabilities.argmax())
     if not learned.names_layer(klass=klass, probability=float(probabilities[klass]), thresholds=thresholds):
         return None, False
