@@ -2,7 +2,7 @@
 
 Each rule regex is split at its top-level `|` into alternatives. Every alternative gets the literals one of
 which any text it matches must contain (read from the regex parser's tree), folded the way IGNORECASE compares
-ASCII letters. A line is folded once, its 4-grams are intersected with the literals' chosen 4-grams, and only
+ASCII letters. A line is folded once and read once by an Aho-Corasick automaton of every literal, and only
 the alternatives whose literals are present run their own (small) regex; an alternative that is nothing but
 its literals needs no regex at all. A regex that cannot be split safely (backreferences, verbose mode) is kept
 whole, gated by its own literals, and one with no literal at all runs on every line.
@@ -18,10 +18,10 @@ from collections.abc import Callable, Sequence
 from re import _parser  # type: ignore[attr-defined]  # the stdlib regex parser; Python >= 3.11
 from typing import Generic, TypeVar
 
+import ahocorasick
+
 from bot.diagnosis.classify import catalogue
 
-GRAM = 4
-STRIDE = 2
 # The only non-ASCII characters that IGNORECASE matches against ASCII letters (İ ı -> i, ſ -> s, K -> k);
 # `test_prefilter` re-derives this from every code point, so a new Python cannot silently add one.
 FOLD_FIXES = {0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"}
@@ -328,42 +328,11 @@ def alternatives_of(*, rule: int, pattern: re.Pattern[str]) -> list[Alternative]
     return alternatives
 
 
-def _sampled(folded: str) -> zip[tuple[str, ...]]:
-    """The line's 4-grams (GRAM is 4: four slices) starting at every STRIDE-th position."""
-    return zip(folded[0::STRIDE], folded[1::STRIDE], folded[2::STRIDE], folded[3::STRIDE], strict=False)
-
-
-# Words most log lines carry: a literal is filed under 4-grams outside them when it has any, so that a line
-# saying "error" or "failed" does not wake every literal that says it too (a cost only, never an answer).
-COMMON_WORDS = (
-    "error", "errors", "failed", "failure", "status", "code", "node", "nodes", "model", "create", "created",
-    "found", "available", "runtime", "container", "request", "timeout", "connection", "version", "memory",
-    "process", "device", "network", "server", "resource", "the", "and", "for", "not", "with", "from", "that",
-)
-_COMMON_GRAMS = frozenset(
-    word[start : start + GRAM] for word in COMMON_WORDS for start in range(max(1, len(word) - GRAM + 1))
-)
-
-
-def _rarest_window(*, needle: str, shared: dict[str, int]) -> int:
-    """Where the needle's STRIDE consecutive 4-grams are rarest: outside common words, then without spaces,
-    then least shared with other needles."""
-    costs = [
-        (needle[start : start + GRAM] in _COMMON_GRAMS) * 1_000_000
-        + (" " in needle[start : start + GRAM]) * 1_000
-        + shared[needle[start : start + GRAM]]
-        for start in range(len(needle) - GRAM + 1)
-    ]
-    totals = [sum(costs[first : first + STRIDE]) for first in range(len(costs) - STRIDE + 1)]
-    return totals.index(min(totals))
-
-
 class TextIndex:
     """Which rules' text regexes match a line, found through their literals (same answer as a full scan).
 
-    The line's 4-grams are sampled at every STRIDE-th position only; a literal of at least GRAM + STRIDE - 1
-    characters is filed under STRIDE consecutive 4-grams of its own (its rarest), one of which starts at a
-    sampled position wherever the literal occurs. Shorter literals are checked with `in` directly.
+    Every literal goes into one Aho-Corasick automaton (pyahocorasick), so a line is read once, in C, for all
+    of them, whatever their number or length.
     """
 
     def __init__(self, *, patterns: Sequence[re.Pattern[str] | None],
@@ -384,33 +353,17 @@ class TextIndex:
             for needle in alternative.needles:
                 gates.setdefault(needle, []).append((alternative.rule, alternative.exact, number))
         self._gates = {needle: tuple(entries) for needle, entries in gates.items()}
-        long_needles = [needle for needle in gates if len(needle) >= GRAM + STRIDE - 1]
-        self._short: tuple[str, ...] = tuple(sorted(set(gates) - set(long_needles)))
-        shared: dict[str, int] = {}
-        for needle in long_needles:
-            for gram in {needle[start : start + GRAM] for start in range(len(needle) - GRAM + 1)}:
-                shared[gram] = shared.get(gram, 0) + 1
-        by_gram: dict[tuple[str, ...], set[str]] = {}
-        for needle in long_needles:
-            first = _rarest_window(needle=needle, shared=shared)
-            for offset in range(first, first + STRIDE):
-                by_gram.setdefault(tuple(needle[offset : offset + GRAM]), set()).add(needle)
-        self._by_gram = {gram: tuple(sorted(needles)) for gram, needles in by_gram.items()}
-        self._grams = frozenset(self._by_gram)
+        self._automaton = ahocorasick.Automaton()
+        for needle in sorted(gates):
+            self._automaton.add_word(needle, needle)
+        if gates:
+            self._automaton.make_automaton()
 
     def needles_in(self, *, folded: str) -> set[str]:
-        """The indexed literals present in a folded line."""
-        present = set()
-        for needle in self._short:
-            if needle in folded:
-                present.add(needle)
-        if len(folded) >= GRAM:
-            by_gram = self._by_gram
-            for gram in self._grams.intersection(_sampled(folded)):
-                for needle in by_gram[gram]:
-                    if needle in folded:
-                        present.add(needle)
-        return present
+        """The indexed literals present in a folded line: one pass of the automaton over it."""
+        if not self._gates:
+            return set()
+        return {needle for _, needle in self._automaton.iter(folded)}
 
     def _search(self, *, number: int, text: str) -> bool:
         """Run one alternative's regex, compiling it the first time a line needs it."""
