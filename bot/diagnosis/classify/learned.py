@@ -246,11 +246,17 @@ class Model:
         n_examples = len(index.examples)
         scores = np.bincount(query * n_examples + index.neighbour_rows[gather], weights=products,
                              minlength=n_rows * n_examples).reshape(n_rows, n_examples)
-        k = min(k, n_examples)
-        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        # Top k by k arg-maxes (each a cheap pass; ties go to the lower index): k is small, a partition is not.
+        every = np.arange(n_rows)
+        picked, best = [], []
+        for _rank in range(min(k, n_examples)):
+            column = scores.argmax(axis=1)
+            picked.append(column)
+            best.append(scores[every, column])
+            scores[every, column] = -np.inf
         for row in range(n_rows):
-            ranked = sorted(top[row].tolist(), key=lambda index: (-scores[row, index], index))
-            result[row] = tuple(index.examples[item] for item in ranked if scores[row, item] > 0)
+            result[row] = tuple(index.examples[int(column[row])] for column, value in zip(picked, best, strict=True)
+                                if value[row] > 0)
         return result
 
     def predict(self, texts: Sequence[str], *, with_nearest: bool = True) -> list[Prediction]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -90,17 +91,59 @@ def fit(*, matrix: sparse.csr_matrix, y: np.ndarray) -> tuple[np.ndarray, np.nda
     return coef, intercept
 
 
+def fold_logits(*, space: Space, y: np.ndarray, held: np.ndarray) -> np.ndarray:
+    """Logits of the held lines from a model fitted on the others, over only the features the others keep
+    (a feature with zero idf is zero on every line: dropping its column leaves the fit the same, only faster)."""
+    idf = idf_for(space=space, members=~held)
+    keep = idf > 0
+    matrix = space.matrix(idf=idf)[:, keep].tocsr()
+    matrix.eliminate_zeros()
+    coef, intercept = fit(matrix=matrix[~held], y=y[~held])
+    return np.asarray(matrix[held] @ coef.T) + intercept
+
+
+# Each worker process receives the feature space once (not once per family).
+_WORKER: dict[str, object] = {}
+
+
+def _start_worker(space: Space, y: np.ndarray) -> None:
+    _WORKER.update(space=space, y=y)
+
+
+def _worker_fold(held: np.ndarray) -> np.ndarray:
+    return fold_logits(space=_WORKER["space"], y=_WORKER["y"], held=held)  # type: ignore[arg-type]
+
+
+def workers() -> int:
+    """Processes for the per-family fits: the CPUs this process may use (FOLD_WORKERS overrides; 1 runs in-process)."""
+    configured = os.environ.get("FOLD_WORKERS", "").strip()
+    if configured:
+        return max(1, int(configured))
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
 def out_of_family_logits(*, rows: Sequence[corpus.Row], space: Space) -> np.ndarray:
-    """Each line's logits from a model that never saw its family (vocabulary and idf included)."""
+    """Each line's logits from a model that never saw its family (vocabulary and idf included). The fits are
+    independent and seeded, so they run in parallel processes and give the same numbers in any order."""
     families = np.array([row.family for row in rows])
     y = labels(rows)
+    folds = [families == family for family in sorted(set(families.tolist()))]
     logits = np.zeros((len(rows), len(learned.CLASSES)))
-    for family in sorted(set(families.tolist())):
-        held = families == family
-        idf = idf_for(space=space, members=~held)
-        matrix = space.matrix(idf=idf)
-        coef, intercept = fit(matrix=matrix[~held], y=y[~held])
-        logits[held] = matrix[held] @ coef.T + intercept
+    count = min(workers(), len(folds))
+    if count <= 1:
+        results = [fold_logits(space=space, y=y, held=held) for held in folds]
+    else:
+        import concurrent.futures
+        import multiprocessing
+
+        # forkserver, not fork: the caller may hold threads (a test's servers) whose locks a fork would copy.
+        with concurrent.futures.ProcessPoolExecutor(
+            max_workers=count, mp_context=multiprocessing.get_context("forkserver"),
+            initializer=_start_worker, initargs=(space, y),
+        ) as pool:
+            results = list(pool.map(_worker_fold, folds))
+    for held, found in zip(folds, results, strict=True):
+        logits[held] = found
     return logits
 
 

@@ -167,6 +167,30 @@ def test_the_train_command_rebuilds_the_artifact_byte_for_byte(tmp_path: Path) -
     assert all(0.0 < value <= 1.0 for value in model.thresholds)
 
 
+def test_held_out_logits_are_the_same_from_parallel_workers_as_in_process_and_with_every_column_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from scipy import sparse
+
+    from bot.diagnosis.classify import train
+
+    _write_small_corpus(tmp_path / "corpus")
+    rows = corpus.load(directory=tmp_path / "corpus")
+    space = train.feature_space(texts=[row.text for row in rows])
+    monkeypatch.setenv("FOLD_WORKERS", "1")
+    in_process = train.out_of_family_logits(rows=rows, space=space)
+    monkeypatch.setenv("FOLD_WORKERS", "2")
+    parallel = train.out_of_family_logits(rows=rows, space=space)
+    np.testing.assert_array_equal(parallel, in_process)
+    # Dropping the columns no training line has (zero idf) is only a speed-up: the full-width fit agrees.
+    y = train.labels(rows)
+    held = np.array([row.family == "alpha" for row in rows])
+    full = space.matrix(idf=train.idf_for(space=space, members=~held))
+    coef, intercept = train.fit(matrix=sparse.csr_matrix(full[~held]), y=y[~held])
+    np.testing.assert_allclose(in_process[held], full[held] @ coef.T + intercept, atol=1e-6)
+    assert not np.allclose(in_process[held], 0.0)
+
+
 def test_a_bad_corpus_row_is_refused_naming_its_file_and_line(tmp_path: Path) -> None:
     (tmp_path / "field").mkdir()
     good = {"text": "Xid 79", "layer": "runtime", "family": "xid", "source": "https://example.org/xid"}
