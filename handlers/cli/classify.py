@@ -94,11 +94,14 @@ def register(app: typer.Typer) -> None:
                                                                          "model.npz)")] = None,
         corpus_dir: Annotated[Path | None, typer.Option("--corpus", help="corpus folder (default: "
                                                                           "tests/corpus)")] = None,
+        workers: Annotated[int | None, typer.Option("--workers", min=1, help="processes for the per-family fits "
+                                                    "(default: one per CPU; 1 runs them in-process)")] = None,
     ) -> None:
         """Retrain the learned model from the labelled corpus, reproducibly (needs scikit-learn)."""
         from bot.diagnosis.classify import train
 
-        argv = [*(["--output", str(output)] if output else []), *(["--corpus", str(corpus_dir)] if corpus_dir else [])]
+        argv = [*(["--output", str(output)] if output else []), *(["--corpus", str(corpus_dir)] if corpus_dir else []),
+                *(["--workers", str(workers)] if workers else [])]
         raise typer.Exit(code=train.main(argv))
 
     app.add_typer(group, name="classify")

@@ -228,15 +228,16 @@ def reliability(*, probabilities: np.ndarray, y: np.ndarray, bins: int = 5) -> t
     return tuple(table)
 
 
-def run(*, rows: Sequence[corpus.Row] | None = None) -> Evaluation:
-    """Leave-one-family-out with the artifact's calibration and threshold method, retraining per family."""
+def run(*, rows: Sequence[corpus.Row] | None = None, workers: int | None = None) -> Evaluation:
+    """Leave-one-family-out with the artifact's calibration and threshold method, retraining per family
+    (`workers` processes for the fits, as train.out_of_family_logits)."""
     from bot.diagnosis.classify import train
 
     rows = list(corpus.load() if rows is None else rows)
     texts = [" ".join(row.text.split()) for row in rows]
     space = train.feature_space(texts=texts)
     y = train.labels(rows)
-    held_logits = train.out_of_family_logits(rows=rows, space=space)
+    held_logits = train.out_of_family_logits(rows=rows, space=space, workers=workers)
     scale = train.temperature(logits=held_logits, y=y)
     held_probabilities = learned.softmax(held_logits / scale)
     rule_held = rule_layers(rows=rows, held_out=True)

@@ -114,22 +114,20 @@ def _worker_fold(held: np.ndarray) -> np.ndarray:
     return fold_logits(space=_WORKER["space"], y=_WORKER["y"], held=held)  # type: ignore[arg-type]
 
 
-def workers() -> int:
-    """Processes for the per-family fits: the CPUs this process may use (FOLD_WORKERS overrides; 1 runs in-process)."""
-    configured = os.environ.get("FOLD_WORKERS", "").strip()
-    if configured:
-        return max(1, int(configured))
+def usable_cpus() -> int:
+    """The CPUs this process may run on: the default number of processes for the per-family fits."""
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
-def out_of_family_logits(*, rows: Sequence[corpus.Row], space: Space) -> np.ndarray:
+def out_of_family_logits(*, rows: Sequence[corpus.Row], space: Space, workers: int | None = None) -> np.ndarray:
     """Each line's logits from a model that never saw its family (vocabulary and idf included). The fits are
-    independent and seeded, so they run in parallel processes and give the same numbers in any order."""
+    independent and seeded, so they run in `workers` processes (default: one per CPU; 1 runs in-process) and
+    give the same numbers in any order."""
     families = np.array([row.family for row in rows])
     y = labels(rows)
     folds = [families == family for family in sorted(set(families.tolist()))]
     logits = np.zeros((len(rows), len(learned.CLASSES)))
-    count = min(workers(), len(folds))
+    count = min(workers or usable_cpus(), len(folds))
     if count <= 1:
         results = [fold_logits(space=space, y=y, held=held) for held in folds]
     else:
@@ -176,14 +174,16 @@ def _blob(strings: Sequence[str]) -> np.ndarray:
     return np.frombuffer("\n".join(strings).encode("utf-8"), dtype=np.uint8)
 
 
-def build(*, rows: Sequence[corpus.Row], thresholds: Sequence[float] | None = None) -> dict[str, np.ndarray]:
+def build(
+    *, rows: Sequence[corpus.Row], thresholds: Sequence[float] | None = None, workers: int | None = None,
+) -> dict[str, np.ndarray]:
     """Every array of the artifact, from the corpus alone (deterministic)."""
     from bot.diagnosis.classify import evaluate
 
     texts = [" ".join(row.text.split()) for row in rows]
     space = feature_space(texts=texts)
     y = labels(rows)
-    held_out = out_of_family_logits(rows=rows, space=space)
+    held_out = out_of_family_logits(rows=rows, space=space, workers=workers)
     scale = temperature(logits=held_out, y=y)
     if thresholds is None:
         thresholds = evaluate.choose_thresholds(rule_found=evaluate.rule_layers(rows=rows, held_out=True), y=y,
@@ -218,16 +218,25 @@ def build(*, rows: Sequence[corpus.Row], thresholds: Sequence[float] | None = No
     }
 
 
+def _positive(text: str) -> int:
+    """argparse type: a whole number of at least 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of processes, at least 1 (got {text!r})")
+    return int(text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Train on the whole corpus and write the artifact; prints what it did."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--output", type=Path, default=learned.MODEL_PATH)
     parser.add_argument("--corpus", type=Path, default=corpus.CORPUS_DIR, help="folder of the labelled corpus")
+    parser.add_argument("--workers", type=_positive, default=None,
+                        help="processes for the per-family fits (default: one per CPU; 1 runs them in-process)")
     args = parser.parse_args(argv)
     from bot.diagnosis.classify import evaluate
 
     rows = corpus.load(directory=args.corpus)
-    arrays = build(rows=rows)
+    arrays = build(rows=rows, workers=args.workers)
     learned.write(path=args.output, arrays=arrays)
     families = len({row.family for row in rows})
     print(f"trained on {len(rows)} lines from {families} families; temperature {float(arrays['temperature']):.3f},"

@@ -161,6 +161,9 @@ def test_the_train_command_rebuilds_the_artifact_byte_for_byte(tmp_path: Path) -
         )
         assert result.exit_code == 0, result.output
         assert "trained on 10 lines from 2 families" in result.output
+    refused = CliRunner().invoke(typer_app(), ["classify", "train", "--corpus", str(tmp_path / "corpus"),
+                                               "--output", str(tmp_path / "third.npz"), "--workers", "0"])
+    assert refused.exit_code != 0 and "--workers" in refused.output and not (tmp_path / "third.npz").exists()
     assert outputs[0].read_bytes() == outputs[1].read_bytes()
     model = learned.read(path=outputs[0])
     assert len(model.examples) == 10 and len(model.thresholds) == len(learned.CLASSES)
@@ -168,7 +171,7 @@ def test_the_train_command_rebuilds_the_artifact_byte_for_byte(tmp_path: Path) -
 
 
 def test_held_out_logits_are_the_same_from_parallel_workers_as_in_process_and_with_every_column_kept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     from scipy import sparse
 
@@ -177,10 +180,8 @@ def test_held_out_logits_are_the_same_from_parallel_workers_as_in_process_and_wi
     _write_small_corpus(tmp_path / "corpus")
     rows = corpus.load(directory=tmp_path / "corpus")
     space = train.feature_space(texts=[row.text for row in rows])
-    monkeypatch.setenv("FOLD_WORKERS", "1")
-    in_process = train.out_of_family_logits(rows=rows, space=space)
-    monkeypatch.setenv("FOLD_WORKERS", "2")
-    parallel = train.out_of_family_logits(rows=rows, space=space)
+    in_process = train.out_of_family_logits(rows=rows, space=space, workers=1)
+    parallel = train.out_of_family_logits(rows=rows, space=space, workers=2)
     np.testing.assert_array_equal(parallel, in_process)
     # Dropping the columns no training line has (zero idf) is only a speed-up: the full-width fit agrees.
     y = train.labels(rows)
