@@ -64,6 +64,8 @@ class Rule:
     # A line the text regex matches is still not this rule's when `unless` matches it too (the guide gives
     # such lines another layer). Kept apart from `text` so the prefilter can gate `text` by its literals.
     unless: re.Pattern[str] | None = None
+    # The guide's decided phrases (decided.yaml) that give a line another layer, folded into `unless` on load.
+    decided: tuple[str, ...] = ()
 
     def text_matches(self, text: str) -> bool:
         """The text regex finds a match in `text` and `unless` finds none."""
@@ -170,9 +172,49 @@ def _rule(raw: Mapping[str, Any]) -> Rule:
     )
 
 
-def parse_rules(*, documents: Sequence[Mapping[str, Any]]) -> tuple[Rule, ...]:
-    """Turn the YAML list into rules; ids must be unique."""
-    rules = tuple(_rule(raw) for raw in documents)
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Decided:
+    """A phrase the labelling guide decides by itself: a line holding it belongs to `layer` (None: to no
+    layer), so no rule of another layer may claim it by its text."""
+
+    phrase: re.Pattern[str]
+    layer: findings.Layer | None
+    guide: str
+
+
+def _decided(raw: Mapping[str, Any]) -> Decided:
+    """Validate and type one decided phrase."""
+    phrase = str(raw.get("phrase", "")).strip()
+    guide = str(raw.get("guide", "")).strip()
+    if not phrase or not guide:
+        raise CatalogueError(f"a decided phrase needs `phrase` and `guide` (the guide's sentence): {dict(raw)!r}")
+    if "layer" not in raw:
+        raise CatalogueError(f"decided phrase {phrase!r}: say its layer (null when the guide abstains)")
+    try:
+        layer = None if raw["layer"] is None else findings.Layer(raw["layer"])
+    except ValueError as error:
+        raise CatalogueError(f"decided phrase {phrase!r}: {error}") from error
+    return Decided(phrase=_compile(rule_id=f"decided {phrase!r}", pattern=phrase), layer=layer, guide=guide)
+
+
+def _veto_decided(*, rule: Rule, decided: Sequence[Decided]) -> Rule:
+    """The rule's `unless`, widened by every decided phrase that gives its lines another layer (or none)."""
+    others = [item.phrase.pattern for item in decided if item.layer is not rule.layer]
+    if rule.text is None or not others:
+        return rule
+    pieces = ([rule.unless.pattern] if rule.unless is not None else []) + others
+    return dataclasses.replace(
+        rule, unless=re.compile("|".join(f"(?:{piece})" for piece in pieces), re.IGNORECASE),
+        decided=tuple(others),
+    )
+
+
+def parse_rules(
+    *, documents: Sequence[Mapping[str, Any]], decided: Sequence[Mapping[str, Any]] = ()
+) -> tuple[Rule, ...]:
+    """Turn the YAML list into rules (ids unique), each vetoed on the lines a decided phrase gives elsewhere."""
+    phrases = tuple(_decided(raw) for raw in decided)
+    rules = tuple(_veto_decided(rule=_rule(raw), decided=phrases) for raw in documents)
     seen: set[str] = set()
     for rule in rules:
         if rule.id in seen:
@@ -181,13 +223,23 @@ def parse_rules(*, documents: Sequence[Mapping[str, Any]]) -> tuple[Rule, ...]:
     return rules
 
 
-@functools.cache
-def load_rules() -> tuple[Rule, ...]:
-    """The packaged catalogue, parsed once per process (it is immutable data)."""
-    text = resources.files("bot.diagnosis.classify").joinpath("rules.yaml").read_text(encoding="utf-8")
+def _packaged(name: str) -> Any:
+    text = resources.files("bot.diagnosis.classify").joinpath(name).read_text(encoding="utf-8")
     # LibYAML's safe loader when PyYAML was built with it: the pure-Python parser spent most of a
     # terminal command's start-up on this file.
     documents = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     if not isinstance(documents, list):
-        raise CatalogueError("rules.yaml must be a list of rules")
-    return parse_rules(documents=documents)
+        raise CatalogueError(f"{name} must be a list")
+    return documents
+
+
+@functools.cache
+def load_decided() -> tuple[Decided, ...]:
+    """The packaged decided phrases (decided.yaml), for the rules document."""
+    return tuple(_decided(raw) for raw in _packaged("decided.yaml"))
+
+
+@functools.cache
+def load_rules() -> tuple[Rule, ...]:
+    """The packaged catalogue with its decided phrases, parsed once per process (it is immutable data)."""
+    return parse_rules(documents=_packaged("rules.yaml"), decided=_packaged("decided.yaml"))

@@ -9,7 +9,7 @@ from bot.evidence import findings
 
 HEADER = """# Classification rules
 
-Generated from `bot/diagnosis/classify/rules.yaml` by `python -m bot.diagnosis.classify.docs > docs/rules.md`; do not edit by hand
+Generated from `bot/diagnosis/classify/rules.yaml` and `decided.yaml` by `python -m bot.diagnosis.classify.docs > docs/rules.md`; do not edit by hand
 (a test fails when this file and the catalogue disagree).
 
 Each rule matches structured fields first (observation kind, reason, exit code, condition) and a
@@ -47,12 +47,41 @@ def _fields(rule: catalogue.Rule) -> str:
     return " **or** ".join(alternatives) or "(text only)"
 
 
+def _own_unless(rule: catalogue.Rule) -> str:
+    """The rule's own `unless`, without the decided phrases folded into it on load."""
+    if rule.unless is None:
+        return ""
+    pieces = rule.unless.pattern
+    if not rule.decided:
+        return pieces
+    folded = "".join(f"|(?:{piece})" for piece in rule.decided)
+    return pieces[3:-len(folded) - 1] if pieces.endswith(folded) and pieces.startswith("(?:") else ""
+
+
+def _decided_section(decided: tuple[catalogue.Decided, ...]) -> list[str]:
+    lines = [
+        "## Decided by the labelling guide",
+        "",
+        "A line holding one of these phrases belongs to the layer given (none: no layer), whatever tool prints",
+        "it: every rule of another layer is vetoed on it (`bot/diagnosis/classify/decided.yaml`).",
+        "",
+        "| phrase | layer | the guide |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| `{_cell(item.phrase.pattern)}` | {item.layer.value if item.layer else 'none'} | {_cell(item.guide)} |"
+        for item in decided
+    ]
+    return [*lines, ""]
+
+
 def _rule_section(rule: catalogue.Rule) -> list[str]:
     scope = (
         "auto (from how many hosts/paths the evidence names)"
         if rule.scope_auto
         else (rule.scope.value if rule.scope else "none")
     )
+    own = _own_unless(rule)
     role = rule.role + (
         f", explained by {', '.join(layer.value for layer in rule.explained_by)}" if rule.is_symptom else ""
     )
@@ -72,7 +101,9 @@ def _rule_section(rule: catalogue.Rule) -> list[str]:
         f"| text match | `{_cell(rule.text.pattern)}` |"
         if rule.text is not None
         else "| text match | (none) |",
-        *([f"| unless | `{_cell(rule.unless.pattern)}` |"] if rule.unless is not None else []),
+        *([f"| unless | `{_cell(own)}` |"] if own else []),
+        *([f"| unless (decided by the guide) | {len(rule.decided)} phrases of other layers (see the top) |"]
+          if rule.decided else []),
         f"| evidence cited | {_cell(rule.cites)} |",
         f"| expected | {_cell(rule.expected or '-')} |",
         f"| next step | `{_cell(rule.next_step)}` |",
@@ -81,7 +112,7 @@ def _rule_section(rule: catalogue.Rule) -> list[str]:
     return lines
 
 
-def render(*, rules: tuple[catalogue.Rule, ...]) -> str:
+def render(*, rules: tuple[catalogue.Rule, ...], decided: tuple[catalogue.Decided, ...] = ()) -> str:
     """The whole document, grouped by layer in the seeds' order."""
     from bot.diagnosis.classify.engine import CONFIDENT
     from bot.diagnosis.classify.matching import MATCH_HEAD_CHARS, MATCH_TAIL_CHARS
@@ -91,6 +122,8 @@ def render(*, rules: tuple[catalogue.Rule, ...]) -> str:
     lines.append("|---|---|---|---|")
     lines += [f"| `{rule.id}` | {rule.layer.value} | {rule.role} | {rule.severity.value} |" for rule in rules]
     lines.append("")
+    if decided:
+        lines += _decided_section(decided)
     for layer in findings.Layer:
         lines += [f"## {layer.value}", ""]
         for rule in (item for item in rules if item.layer is layer):
@@ -100,7 +133,7 @@ def render(*, rules: tuple[catalogue.Rule, ...]) -> str:
 
 def main() -> None:
     """Print the document to stdout."""
-    sys.stdout.write(render(rules=catalogue.load_rules()))
+    sys.stdout.write(render(rules=catalogue.load_rules(), decided=catalogue.load_decided()))
 
 
 if __name__ == "__main__":

@@ -96,8 +96,7 @@ def fold_logits(*, space: Space, y: np.ndarray, held: np.ndarray) -> np.ndarray:
     (a feature with zero idf is zero on every line: dropping its column leaves the fit the same, only faster)."""
     idf = idf_for(space=space, members=~held)
     keep = idf > 0
-    matrix = space.matrix(idf=idf)[:, keep].tocsr()
-    matrix.eliminate_zeros()
+    matrix = space.matrix(idf=idf)[:, keep]
     coef, intercept = fit(matrix=matrix[~held], y=y[~held])
     return np.asarray(matrix[held] @ coef.T) + intercept
 

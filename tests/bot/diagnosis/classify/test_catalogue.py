@@ -93,3 +93,60 @@ def test_unless_vetoes_a_text_match_on_the_prefiltered_path_and_the_plain_one_al
     for classify in (lines.classify_line, lines.classify_line_plain):
         assert classify(vetoed, rules=rules).rule == "runtime.memlock"
         assert classify(kept, rules=rules).rule == "fabric.ib"
+
+
+def test_a_decided_phrase_vetoes_the_rules_of_other_layers_and_keeps_its_own() -> None:
+    from bot.diagnosis.classify import lines
+
+    rules = catalogue.parse_rules(
+        documents=[
+            _raw(id="runtime.cuda", layer="runtime", priority=80, match={"text": "CUDA error"}),
+            _raw(id="workflow.graph", layer="workflow", priority=10, match={"text": "capturing"}),
+        ],
+        decided=[{"phrase": "stream is capturing", "layer": "workflow", "guide": "hard case 14"}],
+    )
+    misuse = "CUDA error: operation not permitted when stream is capturing"
+    for classify in (lines.classify_line, lines.classify_line_plain):
+        assert classify(misuse, rules=rules).rule == "workflow.graph"
+        assert classify("CUDA error: out of memory", rules=rules).rule == "runtime.cuda"
+
+
+def test_a_phrase_decided_to_no_layer_leaves_the_line_to_no_rule() -> None:
+    from bot.diagnosis.classify import lines
+
+    rules = catalogue.parse_rules(
+        documents=[_raw(id="runtime.xid", match={"text": "Xid", "unless": "Xid 79"})],
+        decided=[{"phrase": "Xid 13", "layer": None, "guide": "hard case 14"}],
+    )
+    assert lines.classify_line("NVRM: Xid 13, Graphics Exception", rules=rules).layer is None
+    assert lines.classify_line("NVRM: Xid 79, fallen off the bus", rules=rules).layer is None
+    assert lines.classify_line("NVRM: Xid 48, DBE", rules=rules).rule == "runtime.xid"
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"phrase": "x", "layer": "runtime"}, "needs `phrase` and `guide`"),
+        ({"phrase": "x", "guide": "hard case 1"}, "say its layer"),
+        ({"phrase": "x", "layer": "network", "guide": "hard case 1"}, "network"),
+        ({"phrase": "(", "layer": None, "guide": "hard case 1"}, "invalid regex"),
+    ],
+)
+def test_a_malformed_decided_phrase_is_rejected_with_the_reason(raw, message) -> None:
+    with pytest.raises(catalogue.CatalogueError, match=message):
+        catalogue.parse_rules(documents=[_raw()], decided=[raw])
+
+
+def test_no_packaged_rule_gives_a_corpus_line_holding_a_decided_phrase_another_layer() -> None:
+    from bot.diagnosis.classify import corpus, lines
+
+    rules = catalogue.load_rules()
+    decided = catalogue.load_decided()
+    checked = 0
+    for row in corpus.load():
+        for item in decided:
+            if item.phrase.search(row.text):
+                checked += 1
+                layer = lines.classify_line(row.text, rules=rules).layer
+                assert layer in (None, item.layer), (row.text, item.phrase.pattern)
+    assert checked >= 20
