@@ -64,8 +64,11 @@ class Rule:
     # A line the text regex matches is still not this rule's when `unless` matches it too (the guide gives
     # such lines another layer). Kept apart from `text` so the prefilter can gate `text` by its literals.
     unless: re.Pattern[str] | None = None
-    # The guide's decided phrases (decided.yaml) that give a line another layer, folded into `unless` on load.
+    # The guide's decided phrases (decided.yaml) that give a line another layer: folded into `unless` on load
+    # (for the plain scan); the prefilter gates them by their literals instead, once per line, and vetoes
+    # with `own_unless`, the rule's own clause.
     decided: tuple[str, ...] = ()
+    own_unless: re.Pattern[str] | None = None
 
     def text_matches(self, text: str) -> bool:
         """The text regex finds a match in `text` and `unless` finds none."""
@@ -169,6 +172,7 @@ def _rule(raw: Mapping[str, Any]) -> Rule:
         integrity=bool(raw.get("integrity", False)),
         fallback=bool(raw.get("fallback", False)),
         unless=_compile(rule_id=rule_id, pattern=str(unless)) if unless else None,
+        own_unless=_compile(rule_id=rule_id, pattern=str(unless)) if unless else None,
     )
 
 

@@ -47,17 +47,6 @@ def _fields(rule: catalogue.Rule) -> str:
     return " **or** ".join(alternatives) or "(text only)"
 
 
-def _own_unless(rule: catalogue.Rule) -> str:
-    """The rule's own `unless`, without the decided phrases folded into it on load."""
-    if rule.unless is None:
-        return ""
-    pieces = rule.unless.pattern
-    if not rule.decided:
-        return pieces
-    folded = "".join(f"|(?:{piece})" for piece in rule.decided)
-    return pieces[3:-len(folded) - 1] if pieces.endswith(folded) and pieces.startswith("(?:") else ""
-
-
 def _decided_section(decided: tuple[catalogue.Decided, ...]) -> list[str]:
     lines = [
         "## Decided by the labelling guide",
@@ -81,7 +70,7 @@ def _rule_section(rule: catalogue.Rule) -> list[str]:
         if rule.scope_auto
         else (rule.scope.value if rule.scope else "none")
     )
-    own = _own_unless(rule)
+    own = rule.own_unless.pattern if rule.own_unless is not None else ""
     role = rule.role + (
         f", explained by {', '.join(layer.value for layer in rule.explained_by)}" if rule.is_symptom else ""
     )

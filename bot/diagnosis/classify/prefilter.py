@@ -336,11 +336,15 @@ class TextIndex:
     """
 
     def __init__(self, *, patterns: Sequence[re.Pattern[str] | None],
-                 vetoes: Sequence[re.Pattern[str] | None] = ()) -> None:
+                 vetoes: Sequence[re.Pattern[str] | None] = (),
+                 decided: Sequence[tuple[re.Pattern[str], frozenset[int]]] = ()) -> None:
         self._vetoes = {rule: veto for rule, veto in enumerate(vetoes) if veto is not None}
+        # Decided phrases are indexed like rules, after them: a phrase found vetoes the rules it names.
+        self._rules = len(patterns)
+        self._decided = tuple(vetoed for _, vetoed in decided)
         self.alternatives: list[Alternative] = [
             alternative
-            for rule, pattern in enumerate(patterns)
+            for rule, pattern in enumerate([*patterns, *(phrase for phrase, _ in decided)])
             if pattern is not None
             for alternative in alternatives_of(rule=rule, pattern=pattern)
         ]
@@ -396,6 +400,12 @@ class TextIndex:
         for rule, number in self._always:
             if rule not in found and self._search(number=number, text=text):
                 found.add(rule)
+        if self._decided and found and max(found) >= self._rules:
+            vetoed: set[int] = set()
+            for number in found:
+                if number >= self._rules:
+                    vetoed |= self._decided[number - self._rules]
+            found = {rule for rule in found if rule < self._rules and rule not in vetoed}
         if self._vetoes:
             found = {rule for rule in found if rule not in self._vetoes or not self._vetoes[rule].search(text)}
         return found
@@ -429,7 +439,15 @@ def _build(rules: tuple[catalogue.Rule, ...]) -> RuleIndex:
         for kind in kinds
     }
     return RuleIndex(
-        text=TextIndex(patterns=[rule.text for rule in rules], vetoes=[rule.unless for rule in rules]),
+        text=TextIndex(
+            patterns=[rule.text for rule in rules],
+            vetoes=[rule.own_unless for rule in rules],
+            decided=[
+                (re.compile(phrase, re.IGNORECASE),
+                 frozenset(number for number, rule in enumerate(rules) if phrase in rule.decided))
+                for phrase in sorted({phrase for rule in rules for phrase in rule.decided})
+            ],
+        ),
         by_kind=by_kind,
         any_kind=any_kind,
         order=tuple((-rule.priority, rule.is_symptom, rule.id, number) for number, rule in enumerate(rules)),
