@@ -213,6 +213,15 @@ def test_every_corpus_row_is_valid_and_tagged_with_its_family() -> None:
     assert len({row.family for row in rows}) >= 20
 
 
+def test_staged_waves_are_valid_rows_outside_the_corpus_and_hold_no_corpus_line() -> None:
+    staged = sorted((corpus.CORPUS_DIR / "staged").glob("*/*.jsonl"))
+    rows = corpus.read_files(paths=staged)
+    assert rows and all(row.family == row.origin.split(":")[0].removesuffix(".jsonl") for row in rows)
+    held = {learned.normalise(row.text) for row in corpus.load()}
+    assert not [row.text for row in rows if learned.normalise(row.text) in held]
+    assert not {row.family for row in rows} & {row.family for row in corpus.load()}
+
+
 def _log(text: str) -> findings.Observation:
     return dataclasses.replace(text_observation(text=text), kind="log_line", subject="pod/ml/trainer-0")
 
