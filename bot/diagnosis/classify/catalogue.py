@@ -64,16 +64,15 @@ class Rule:
     # A line the text regex matches is still not this rule's when `unless` matches it too (the guide gives
     # such lines another layer). Kept apart from `text` so the prefilter can gate `text` by its literals.
     unless: re.Pattern[str] | None = None
-    # The guide's decided phrases (decided.yaml) that give a line another layer: folded into `unless` on load
-    # (for the plain scan); the prefilter gates them by their literals instead, once per line, and vetoes
-    # with `own_unless`, the rule's own clause.
-    decided: tuple[str, ...] = ()
-    own_unless: re.Pattern[str] | None = None
+    # The guide's decided phrases (decided.yaml) that give a line another layer (or none): they veto a text
+    # match like `unless`. The prefilter finds them by their literals once per line, not once per rule.
+    decided: tuple[re.Pattern[str], ...] = ()
 
     def text_matches(self, text: str) -> bool:
-        """The text regex finds a match in `text` and `unless` finds none."""
+        """The text regex finds a match in `text`, and neither `unless` nor a decided phrase does."""
         return (self.text is not None and self.text.search(text) is not None
-                and (self.unless is None or self.unless.search(text) is None))
+                and (self.unless is None or self.unless.search(text) is None)
+                and not any(phrase.search(text) for phrase in self.decided))
 
     @property
     def is_symptom(self) -> bool:
@@ -172,7 +171,6 @@ def _rule(raw: Mapping[str, Any]) -> Rule:
         integrity=bool(raw.get("integrity", False)),
         fallback=bool(raw.get("fallback", False)),
         unless=_compile(rule_id=rule_id, pattern=str(unless)) if unless else None,
-        own_unless=_compile(rule_id=rule_id, pattern=str(unless)) if unless else None,
     )
 
 
@@ -202,15 +200,11 @@ def _decided(raw: Mapping[str, Any]) -> Decided:
 
 
 def _veto_decided(*, rule: Rule, decided: Sequence[Decided]) -> Rule:
-    """The rule's `unless`, widened by every decided phrase that gives its lines another layer (or none)."""
-    others = [item.phrase.pattern for item in decided if item.layer is not rule.layer]
+    """The rule, vetoed by every decided phrase that gives its lines another layer (or none)."""
+    others = tuple(item.phrase for item in decided if item.layer is not rule.layer)
     if rule.text is None or not others:
         return rule
-    pieces = ([rule.unless.pattern] if rule.unless is not None else []) + others
-    return dataclasses.replace(
-        rule, unless=re.compile("|".join(f"(?:{piece})" for piece in pieces), re.IGNORECASE),
-        decided=tuple(others),
-    )
+    return dataclasses.replace(rule, decided=others)
 
 
 def parse_rules(

@@ -70,7 +70,6 @@ def _rule_section(rule: catalogue.Rule) -> list[str]:
         if rule.scope_auto
         else (rule.scope.value if rule.scope else "none")
     )
-    own = rule.own_unless.pattern if rule.own_unless is not None else ""
     role = rule.role + (
         f", explained by {', '.join(layer.value for layer in rule.explained_by)}" if rule.is_symptom else ""
     )
@@ -90,7 +89,7 @@ def _rule_section(rule: catalogue.Rule) -> list[str]:
         f"| text match | `{_cell(rule.text.pattern)}` |"
         if rule.text is not None
         else "| text match | (none) |",
-        *([f"| unless | `{_cell(own)}` |"] if own else []),
+        *([f"| unless | `{_cell(rule.unless.pattern)}` |"] if rule.unless is not None else []),
         *([f"| unless (decided by the guide) | {len(rule.decided)} phrases of other layers (see the top) |"]
           if rule.decided else []),
         f"| evidence cited | {_cell(rule.cites)} |",

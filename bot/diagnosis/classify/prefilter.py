@@ -441,11 +441,10 @@ def _build(rules: tuple[catalogue.Rule, ...]) -> RuleIndex:
     return RuleIndex(
         text=TextIndex(
             patterns=[rule.text for rule in rules],
-            vetoes=[rule.own_unless for rule in rules],
+            vetoes=[rule.unless for rule in rules],
             decided=[
-                (re.compile(phrase, re.IGNORECASE),
-                 frozenset(number for number, rule in enumerate(rules) if phrase in rule.decided))
-                for phrase in sorted({phrase for rule in rules for phrase in rule.decided})
+                (phrase, frozenset(number for number, rule in enumerate(rules) if phrase in rule.decided))
+                for phrase in sorted({phrase for rule in rules for phrase in rule.decided}, key=lambda item: item.pattern)
             ],
         ),
         by_kind=by_kind,
